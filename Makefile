@@ -1,0 +1,44 @@
+# MemoryHub developer commands. `make` prints this help.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run test lint fmt typecheck pytest bench browser-deps
+
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# The CPU build of torch first: any other spec would pull a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exists)
+
+run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
+	$(BIN)/python manage.py runstack
+
+test: setup lint typecheck pytest ## Lint, type-check, check migrations and run the whole suite
+
+lint: setup ## ruff check and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: setup ## Format and auto-fix
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+typecheck: setup ## mypy --strict
+	$(BIN)/mypy memoryhub dashboard review accounts
+
+pytest: setup
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/pytest
+
+bench: setup ## Retrieval and latency benchmarks (writes bench/results/*.json)
+	$(BIN)/python manage.py bench_retrieval

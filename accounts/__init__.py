@@ -1,0 +1,1 @@
+"""django-allauth glue: sign-up, login, MFA and the account adapter."""

@@ -1,0 +1,1 @@
+"""The end user's dashboard: what the agent remembers, with full control."""

@@ -1,0 +1,91 @@
+"""Django admin: configuration objects are editable; memory text and audit rows are not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from memoryhub.models import Agent, ApiKey, AuditEntry, Mode, User, Workspace
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin[Workspace]):
+    list_display = ("slug", "name", "review_threshold", "created_at")
+    search_fields = ("slug", "name")
+
+
+@admin.register(User)
+class UserAdmin(admin.ModelAdmin[User]):
+    list_display = ("email", "external_id", "workspace", "is_staff", "is_memory_paused")
+    list_filter = ("workspace", "is_staff")
+    search_fields = ("email", "external_id")
+    exclude = ("password",)
+
+
+@admin.register(Mode)
+class ModeAdmin(admin.ModelAdmin[Mode]):
+    list_display = ("slug", "user", "created_at")
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin[Agent]):
+    list_display = (
+        "name",
+        "workspace",
+        "is_active",
+        "token_budget",
+        "last_messages",
+        "recall_top_k",
+    )
+    list_filter = ("workspace", "is_active")
+    fieldsets = (
+        (None, {"fields": ("workspace", "name", "persona", "is_active")}),
+        (
+            "Memory settings",
+            {
+                "fields": (
+                    "token_budget",
+                    "last_messages",
+                    "recall_top_k",
+                    "recall_message_range",
+                    "is_working_memory_enabled",
+                    "disabled_layers",
+                )
+            },
+        ),
+    )
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
+    list_display = ("prefix", "agent", "user", "mode", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin[AuditEntry]):
+    """Read-only: audit rows are append-only (a database trigger refuses changes too)."""
+
+    list_display = (
+        "id",
+        "created_at",
+        "actor_type",
+        "actor_id",
+        "action",
+        "channel",
+        "mode",
+        "subject",
+    )
+    list_filter = ("actor_type", "channel", "action")
+    search_fields = ("actor_id", "subject", "action")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

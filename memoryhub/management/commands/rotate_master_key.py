@@ -1,0 +1,22 @@
+"""manage.py rotate_master_key: re-wrap every data key under the newest master key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memoryhub.keyring import master_keys, rewrap_all_keys
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-wrap all user data keys under the first key of MEMORYHUB_MASTER_KEYS. Put the new key "
+        "first, keep the old ones after it, run this, then drop the old ones."
+    )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        count = rewrap_all_keys()
+        self.stdout.write(
+            f"Re-wrapped {count} data key(s) under master key {master_keys()[0].key_id!r}."
+        )

@@ -1,0 +1,57 @@
+"""The append-only, hash-chained access audit log."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+
+class ActorType(models.TextChoices):
+    USER = "user"
+    AGENT = "agent"
+    REVIEWER = "reviewer"
+    ADMIN = "admin"
+    SYSTEM = "system"
+
+
+class Channel(models.TextChoices):
+    UI = "ui"
+    API = "api"
+    MCP = "mcp"
+    ADMIN = "admin"
+    SYSTEM = "system"
+
+
+class AuditEntry(models.Model):
+    """One access to a user's memory. Rows are never updated or deleted (a trigger refuses it).
+
+    The subject is a keyed pseudonym of the user id rather than a foreign key, so the row
+    survives account deletion and is pseudonymous from the start.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor_type = models.CharField(max_length=10, choices=ActorType.choices)
+    actor_id = models.CharField(max_length=64)
+    actor_label = models.CharField(max_length=200, blank=True)
+    subject = models.CharField(max_length=64, db_index=True)
+    action = models.CharField(max_length=40)
+    object_ids = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    mode = models.CharField(max_length=64, blank=True)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    prev_hash = models.CharField(max_length=64)
+    row_hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-id"]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["actor_type", "actor_id"], name="audit_actor_idx"),
+        ]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.actor_type}:{self.actor_id} {self.action}"

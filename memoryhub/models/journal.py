@@ -1,0 +1,36 @@
+"""The agent's own journal of what it already surfaced to a user, so it never repeats itself."""
+
+from __future__ import annotations
+
+import uuid
+from typing import ClassVar
+
+from django.db import models
+from django.utils import timezone
+
+from .workspaces import Agent, Mode, User
+
+
+class JournalEntry(models.Model):
+    class EntryType(models.TextChoices):
+        ALERT = "alert"
+        RECOMMENDATION = "recommendation"
+        ACTION = "action"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="journal_entries")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    mode = models.ForeignKey(Mode, on_delete=models.CASCADE, related_name="+")
+    entry_type = models.CharField(max_length=16, choices=EntryType.choices)
+    summary_ciphertext = models.BinaryField()
+    key = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["agent", "user", "mode", "-created_at"], name="journal_scope_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry_type} {self.id}"

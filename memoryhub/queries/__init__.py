@@ -1,0 +1,1 @@
+"""Reads of the memory domain, always scoped by owner and mode."""

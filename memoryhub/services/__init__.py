@@ -1,0 +1,1 @@
+"""State changes of the memory domain; every write goes through one of these modules."""

@@ -1,0 +1,93 @@
+"""Register agents and manage bearer keys (agent keys and personal access keys)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub.errors import InvalidInputError
+from memoryhub.models import Agent, ApiKey, Mode, User, Workspace
+
+KEY_PREFIX = "mh_"
+
+
+def hash_key(raw_key: str) -> str:
+    """SHA-256 of a bearer key: keys are long random strings, so a plain hash is enough."""
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A freshly issued key: `raw_key` is shown once and never stored."""
+
+    api_key: ApiKey
+    raw_key: str
+
+
+def _issue(*, agent: Agent | None, user: User | None, mode: Mode | None, name: str) -> IssuedKey:
+    raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
+    api_key = ApiKey.objects.create(
+        agent=agent,
+        user=user,
+        mode=mode,
+        name=name[:100],
+        prefix=raw_key[:12],
+        key_hash=hash_key(raw_key),
+    )
+    return IssuedKey(api_key=api_key, raw_key=raw_key)
+
+
+def get_or_create_workspace(*, slug: str, name: str = "") -> Workspace:
+    workspace, _ = Workspace.objects.get_or_create(slug=slug, defaults={"name": name or slug})
+    return workspace
+
+
+def create_agent(*, workspace: Workspace, name: str, persona: str = "") -> tuple[Agent, IssuedKey]:
+    """Register an agent and issue its first key."""
+    name = name.strip()
+    if not name:
+        raise InvalidInputError("an agent needs a name")
+    with transaction.atomic():
+        agent, _ = Agent.objects.get_or_create(
+            workspace=workspace, name=name, defaults={"persona": persona}
+        )
+        issued = _issue(agent=agent, user=None, mode=None, name=f"{name} key")
+    return agent, issued
+
+
+def rotate_agent_key(*, agent: Agent) -> IssuedKey:
+    """Revoke every active key of the agent and issue a new one."""
+    with transaction.atomic():
+        ApiKey.objects.filter(agent=agent, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        return _issue(agent=agent, user=None, mode=None, name=f"{agent.name} key")
+
+
+def create_personal_key(*, user: User, name: str, mode: Mode | None = None) -> IssuedKey:
+    """Issue a personal access key that can only ever act for this user (and mode, if given)."""
+    if mode is not None and mode.user_id != user.pk:
+        raise InvalidInputError("the mode must belong to the key's user")
+    return _issue(agent=None, user=user, mode=mode, name=name or "personal key")
+
+
+def revoke_key(*, api_key: ApiKey) -> ApiKey:
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key
+
+
+def find_active_key(raw_key: str) -> ApiKey | None:
+    """The active key matching a presented bearer key, or None."""
+    if not raw_key.startswith(KEY_PREFIX):
+        return None
+    return (
+        ApiKey.objects.select_related("agent__workspace", "user__workspace", "mode")
+        .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True)
+        .first()
+    )

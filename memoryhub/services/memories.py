@@ -1,0 +1,308 @@
+"""Write memories: remember, edit (keeping the previous version), delete."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import ContentTooLargeError, InvalidInputError, MemoryPausedError
+from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.models import (
+    ActorType,
+    Confidence,
+    Importance,
+    Memory,
+    MemoryKind,
+    MemorySource,
+    MemoryStatus,
+    MemoryVersion,
+    Mode,
+    User,
+)
+from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE, get_memory_row
+from memoryhub.services.audit import record_access
+
+
+def check_content(content: str, *, field: str = "content") -> str:
+    """Validate memory text: non-empty, valid text, within the size cap; return it stripped."""
+    if not isinstance(content, str):
+        raise InvalidInputError(f"{field} must be a string")
+    stripped = content.strip()
+    if not stripped:
+        raise InvalidInputError(f"{field} must not be empty")
+    if "\x00" in stripped:
+        raise InvalidInputError(f"{field} must not contain NUL characters")
+    try:
+        size = len(stripped.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+    if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
+        raise ContentTooLargeError(
+            f"{field} is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
+        )
+    return stripped
+
+
+def check_writable(user: User, actor: Actor) -> None:
+    """Refuse writes by agents and the system while the user has paused memory."""
+    if user.is_memory_paused and actor.actor_type != ActorType.USER:
+        raise MemoryPausedError(
+            "this user has paused memory: nothing new is remembered until they resume it"
+        )
+
+
+def _choice(value: str, choices: type[Any], field: str) -> str:
+    if value not in choices.values:
+        allowed = ", ".join(choices.values)
+        raise InvalidInputError(f"{field} must be one of: {allowed}")
+    return value
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """One memory to write; the fields an agent or the extractor can set."""
+
+    kind: str
+    content: str
+    importance: str = Importance.NORMAL
+    source: str = MemorySource.AGENT
+    payload: dict[str, Any] | None = None
+    confidence: str | None = None
+    status: str = MemoryStatus.ACTIVE
+    occurred_at: datetime | None = None
+    created_at: datetime | None = None
+    slot: str | None = None
+    personal_data: tuple[str, ...] = ()
+    is_flagged: bool = False
+    idempotency_key: str | None = None
+
+
+def _default_confidence(source: str) -> str:
+    # An explicit remember by the user, an agent or a reviewer is at least "medium";
+    # extracted items start as candidates until heard again (the confidence ladder).
+    if source == MemorySource.EXTRACTED:
+        return Confidence.CANDIDATE
+    if source in {MemorySource.USER, MemorySource.REVIEWER}:
+        return Confidence.HIGH
+    return Confidence.MEDIUM
+
+
+def build_memory(
+    item: NewMemory,
+    *,
+    user: User,
+    mode: Mode,
+    cipher: UserCipher,
+    embedding: list[float] | None,
+    session_id: UUID | None = None,
+    agent_id: UUID | None = None,
+) -> Memory:
+    """Validate and encrypt one memory into an unsaved row (no database access)."""
+    content = check_content(item.content)
+    _choice(item.kind, MemoryKind, "kind")
+    _choice(item.importance, Importance, "importance")
+    _choice(item.source, MemorySource, "source")
+    confidence = _choice(
+        item.confidence or _default_confidence(item.source), Confidence, "confidence"
+    )
+    if item.payload is not None and not isinstance(item.payload, dict):
+        raise InvalidInputError("payload must be a JSON object")
+    now = timezone.now()
+    memory_id = uuid4()
+    payload_ct = (
+        cipher.encrypt_json(item.payload, table=MEMORY_TABLE, row_id=memory_id, field="payload")
+        if item.payload
+        else None
+    )
+    # Security invariant: only ciphertext reaches the ORM; the blind index holds keyed hashes.
+    return Memory(
+        id=memory_id,
+        user=user,
+        mode=mode,
+        kind=item.kind,
+        content_ciphertext=cipher.encrypt(
+            content, table=MEMORY_TABLE, row_id=memory_id, field="content"
+        ),
+        payload_ciphertext=payload_ct,
+        confidence=confidence,
+        status=item.status,
+        source=item.source,
+        importance=item.importance,
+        slot_hash=cipher.slot_hash(item.slot) if item.slot else "",
+        personal_data=sorted(set(item.personal_data)),
+        is_flagged=item.is_flagged,
+        blind_tokens=cipher.blind_tokens(content),
+        embedding=embedding,
+        created_at=item.created_at or now,
+        updated_at=now,
+        occurred_at=item.occurred_at,
+        valid_from=item.created_at or now,
+        session_id=session_id,
+        agent_id=agent_id,
+        idempotency_key=item.idempotency_key,
+    )
+
+
+def remember_many(
+    *,
+    user: User,
+    mode: Mode,
+    items: Sequence[NewMemory],
+    actor: Actor,
+    embedder: Embedder,
+    session_id: UUID | None = None,
+    agent_id: UUID | None = None,
+    source_message_ids: Sequence[UUID] = (),
+) -> list[Memory]:
+    """Store several memories at once, all or nothing (one embedding batch, one insert)."""
+    check_writable(user, actor)
+    if not items:
+        raise InvalidInputError("nothing to remember: items is empty")
+    cipher = cipher_for(user)
+    contents = [check_content(item.content) for item in items]
+    vectors = embedder.embed(contents)
+    rows = [
+        build_memory(
+            item,
+            user=user,
+            mode=mode,
+            cipher=cipher,
+            embedding=vector,
+            session_id=session_id,
+            agent_id=agent_id,
+        )
+        for item, vector in zip(items, vectors, strict=True)
+    ]
+    with transaction.atomic():
+        Memory.all_owners.bulk_create(rows)
+        if source_message_ids:
+            through = Memory.source_messages.through
+            through.objects.bulk_create(
+                [
+                    through(memory_id=row.id, message_id=mid)
+                    for row in rows
+                    for mid in source_message_ids
+                ]
+            )
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="memory.create",
+            object_ids=[row.id for row in rows],
+            mode=mode.slug,
+        )
+    return rows
+
+
+def remember(
+    *, user: User, mode: Mode, item: NewMemory, actor: Actor, embedder: Embedder, **kwargs: Any
+) -> Memory:
+    """Store one memory; see `remember_many`."""
+    return remember_many(
+        user=user, mode=mode, items=[item], actor=actor, embedder=embedder, **kwargs
+    )[0]
+
+
+def _keep_version(memory: Memory, cipher: UserCipher, actor: Actor, reason: str) -> MemoryVersion:
+    version_id = uuid4()
+    old_content = cipher.decrypt(
+        memory.content_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="content"
+    )
+    old_payload = cipher.decrypt_json(
+        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="payload"
+    )
+    return MemoryVersion.objects.create(
+        id=version_id,
+        memory=memory,
+        content_ciphertext=cipher.encrypt(
+            old_content, table=VERSION_TABLE, row_id=version_id, field="content"
+        ),
+        payload_ciphertext=cipher.encrypt_json(
+            old_payload, table=VERSION_TABLE, row_id=version_id, field="payload"
+        ),
+        changed_by_type=actor.actor_type,
+        changed_by_id=actor.actor_id,
+        reason=reason,
+    )
+
+
+def edit_memory(
+    *,
+    user: User,
+    mode: Mode,
+    memory_id: UUID | str,
+    actor: Actor,
+    embedder: Embedder,
+    content: str | None = None,
+    importance: str | None = None,
+    payload: dict[str, Any] | None = None,
+    confidence: str | None = None,
+) -> Memory:
+    """Change a memory, keeping its previous content as a version."""
+    check_writable(user, actor)
+    cipher = cipher_for(user)
+    with transaction.atomic():
+        memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
+        memory = Memory.all_owners.select_for_update().get(pk=memory.pk)
+        fields = ["updated_at"]
+        if content is not None or payload is not None:
+            _keep_version(memory, cipher, actor, reason="edit")
+        if content is not None:
+            content = check_content(content)
+            memory.content_ciphertext = cipher.encrypt(
+                content, table=MEMORY_TABLE, row_id=memory.id, field="content"
+            )
+            memory.blind_tokens = cipher.blind_tokens(content)
+            memory.embedding = embedder.embed([content])[0]
+            fields += ["content_ciphertext", "blind_tokens", "embedding"]
+        if payload is not None:
+            if not isinstance(payload, dict):
+                raise InvalidInputError("payload must be a JSON object")
+            memory.payload_ciphertext = cipher.encrypt_json(
+                payload, table=MEMORY_TABLE, row_id=memory.id, field="payload"
+            )
+            fields.append("payload_ciphertext")
+        if importance is not None:
+            memory.importance = _choice(importance, Importance, "importance")
+            fields.append("importance")
+        if confidence is not None:
+            memory.confidence = _choice(confidence, Confidence, "confidence")
+            fields.append("confidence")
+        memory.updated_at = timezone.now()
+        memory.save(update_fields=fields)
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="memory.edit",
+            object_ids=[memory.pk],
+            mode=mode.slug,
+        )
+    return memory
+
+
+def delete_memories(
+    *,
+    user: User,
+    mode: Mode,
+    memory_ids: Sequence[UUID | str],
+    actor: Actor,
+    action: str = "memory.delete",
+) -> int:
+    """Delete memories of this user and mode for good (their versions go with them)."""
+    with transaction.atomic():
+        queryset = Memory.objects.for_owner(user=user, mode=mode).filter(pk__in=list(memory_ids))
+        ids = list(queryset.values_list("pk", flat=True))
+        queryset.delete()
+        record_access(
+            actor=actor, subject_user_id=user.pk, action=action, object_ids=ids, mode=mode.slug
+        )
+    return len(ids)

@@ -1,0 +1,265 @@
+"""Django settings for MemoryHub: one module, configured only through environment variables."""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
+
+# Lets annotations like admin.ModelAdmin[Memory] run at run time, not only under mypy.
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    """Return the variable's value, or `default` when it is unset or empty."""
+    value = os.environ.get(name, "")
+    return value if value != "" else default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Parse a boolean variable; anything but the usual spellings is a configuration error."""
+    value = os.environ.get(name, "").strip().lower()
+    if value == "":
+        return default
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {value!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    """Parse an integer variable, failing loudly on anything else."""
+    value = os.environ.get(name, "").strip()
+    if value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+
+
+DEBUG = env_bool("DEBUG", default=True)
+PORT = env_int("PORT", 8000)  # make run serves here
+
+# Local state of the embedded defaults (database files, generated keys, broker folders).
+DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
+
+
+def _local_secret(filename: str, generate: str) -> str:
+    """Read a development secret from DATA_DIR, creating it on first use (never committed)."""
+    path = DATA_DIR / filename
+    if not path.exists():
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(generate)
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def _required_secret(name: str, filename: str, generate: str) -> str:
+    value = env_str(name)
+    if value is not None:
+        return value
+    if not DEBUG:
+        raise ImproperlyConfigured(f"{name} must be set when DEBUG is off")
+    return _local_secret(filename, generate)
+
+
+SECRET_KEY = _required_secret("SECRET_KEY", "secret-key", secrets.token_urlsafe(50))
+
+# Master keys wrap the per-user data keys: "id:base64key,id:base64key", newest first.
+MEMORYHUB_MASTER_KEYS = _required_secret(
+    "MEMORYHUB_MASTER_KEYS",
+    "master-keys",
+    f"k{secrets.token_hex(4)}:{base64.b64encode(secrets.token_bytes(32)).decode()}",
+)
+
+# The audit chain's HMAC key and the pseudonym key for audit subjects; derived from SECRET_KEY
+# unless given, so a deployment can rotate SECRET_KEY without breaking the chain by pinning it.
+MEMORYHUB_AUDIT_KEY = env_str("MEMORYHUB_AUDIT_KEY", SECRET_KEY) or ""
+
+ALLOWED_HOSTS = [
+    h.strip() for h in (env_str("ALLOWED_HOSTS", "127.0.0.1,localhost") or "").split(",")
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in (env_str("CSRF_TRUSTED_ORIGINS", "") or "").split(",") if o.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django_htmx",
+    "ninja",
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
+    "memoryhub",
+    "accounts",
+    "dashboard",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "memoryhub.urls"
+WSGI_APPLICATION = "memoryhub.wsgi.application"
+ASGI_APPLICATION = "memoryhub.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_settings(url: str | None) -> dict[str, object]:
+    """Build the default database from DATABASE_URL, or start the embedded PostgreSQL."""
+    if url is None:
+        from memoryhub.embedded_db import ensure_embedded_postgres
+
+        url = ensure_embedded_postgres(DATA_DIR / "postgres")
+    parsed = urlparse(url)
+    if parsed.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured(
+            "DATABASE_URL must be a postgresql:// URL (MemoryHub needs pgvector)"
+        )
+    query = parse_qs(parsed.query)
+    host = query.get("host", [parsed.hostname or ""])[0]
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+        "CONN_HEALTH_CHECKS": True,
+        "TEST": {"NAME": env_str("DATABASE_TEST_NAME", None)},
+    }
+
+
+USES_EMBEDDED_DATABASE = env_str("DATABASE_URL") is None
+DATABASES = {"default": database_settings(env_str("DATABASE_URL"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "memoryhub.User"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/dashboard/"
+LOGOUT_REDIRECT_URL = "/"
+
+# django-allauth: email is the login; verification is mandatory outside development.
+ACCOUNT_USER_MODEL_USERNAME_FIELD = None
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = env_str(
+    "ACCOUNT_EMAIL_VERIFICATION", "optional" if DEBUG else "mandatory"
+)
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "MemoryHub"
+
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "memoryhub@localhost")
+
+# Celery: a broker server in production; with none configured, a folder-based transport so the
+# embedded set-up needs no broker installed.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
+if CELERY_BROKER_URL == "filesystem://":
+    _queue_dir = DATA_DIR / "celery-queue"
+    _queue_dir.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue_dir),
+        "data_folder_out": str(_queue_dir),
+    }
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = 300
+CELERY_TASK_SOFT_TIME_LIMIT = 240
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+
+# Embeddings and extraction.
+MEMORYHUB_EMBEDDING_DIMENSIONS = 384
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+MEMORYHUB_EXTRACTION_MODEL = env_str("MEMORYHUB_EXTRACTION_MODEL", "claude-haiku-4-5") or ""
+MEMORYHUB_LLM_TIMEOUT_SECONDS = env_int("MEMORYHUB_LLM_TIMEOUT_SECONDS", 60)
+MEMORYHUB_LLM_MAX_RETRIES = env_int("MEMORYHUB_LLM_MAX_RETRIES", 3)
+
+# Limits of the agent API.
+MEMORYHUB_MAX_CONTENT_BYTES = env_int("MEMORYHUB_MAX_CONTENT_BYTES", 32 * 1024)
+MEMORYHUB_MAX_WORKING_MEMORY_BYTES = env_int("MEMORYHUB_MAX_WORKING_MEMORY_BYTES", 64 * 1024)
+MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600)
+MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
+MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+if not DEBUG:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True

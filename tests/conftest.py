@@ -1,0 +1,45 @@
+"""Shared fixtures: real PostgreSQL (pytest-django's test database), real embeddings."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder, default_embedder
+from tests import factories
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real MiniLM embedder, loaded once for the whole run."""
+    return default_embedder()
+
+
+@pytest.fixture
+def workspace(db):
+    return factories.make_workspace()
+
+
+@pytest.fixture
+def user(workspace):
+    return factories.make_user(workspace=workspace, email="alice@example.com", external_id="alice")
+
+
+@pytest.fixture
+def other_user(workspace):
+    return factories.make_user(workspace=workspace, email="bob@example.com", external_id="bob")
+
+
+@pytest.fixture
+def personal(user):
+    return factories.mode_of(user, "personal")
+
+
+@pytest.fixture
+def work(user):
+    return factories.mode_of(user, "work")
+
+
+@pytest.fixture
+def system_actor() -> Actor:
+    return Actor.system("tests")
