@@ -17,7 +17,8 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
         # An agent may have created this person already (POST /api/v1/users with an email):
         # signing up with that email claims that user instead of creating a second one.
         email = (form.cleaned_data.get("email") or "").strip().lower()
-        unclaimed = User.objects.filter(email=email).exclude(password__regex=r"^[^!]")
+        # Unusable passwords start with "!": such users were created by an agent, not signed up.
+        unclaimed = User.objects.filter(email=email).exclude(password__regex=r"^[^!]")  # noqa: S106
         existing = unclaimed.first()
         if existing is not None:
             existing.set_password(form.cleaned_data["password1"])
