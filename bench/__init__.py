@@ -1,0 +1,1 @@
+"""Retrieval benchmarks for MemoryHub: datasets, metrics, baselines and runners."""
