@@ -1,11 +1,42 @@
-"""Dashboard URLs."""
+"""Dashboard URLs: the main page, one item's actions, forgetting, and the user's controls."""
 
 from django.urls import path
 
-from . import views
+from .views import account, forgetting, memories, search
 
 app_name = "dashboard"
 
+item = "modes/<slug:mode_slug>/memories/<uuid:memory_id>"
+
 urlpatterns = [
-    path("", views.memory_list, name="memory_list"),
+    path("", memories.memory_list, name="memory_list"),
+    path("modes/", memories.mode_create, name="mode_create"),
+    path("modes/<slug:mode_slug>/search/", search.search, name="search"),
+    path(f"{item}/", memories.memory_detail, name="memory_detail"),
+    path(f"{item}/why/", memories.memory_why, name="memory_why"),
+    path(f"{item}/edit/", memories.memory_edit, name="memory_edit"),
+    path(f"{item}/delete/", memories.memory_delete, name="memory_delete"),
+    path(f"{item}/confirm/", memories.memory_confirm, name="memory_confirm"),
+    path(f"{item}/reject/", memories.memory_reject, name="memory_reject"),
+    path(f"{item}/done/", memories.memory_done, name="memory_done"),
+    path(f"{item}/copy/", memories.memory_copy, name="memory_copy"),
+    path(
+        "modes/<slug:mode_slug>/contradictions/resolve/",
+        memories.contradiction_resolve,
+        name="contradiction_resolve",
+    ),
+    path("modes/<slug:mode_slug>/forget/", forgetting.forget_page, name="forget"),
+    path("modes/<slug:mode_slug>/delete-all/", forgetting.delete_all, name="delete_all"),
+    path("receipt/", forgetting.receipt, name="receipt"),
+    path("export/", forgetting.export, name="export"),
+    path("settings/", account.settings_page, name="settings"),
+    path("settings/pause/", account.pause, name="pause"),
+    path("settings/retention/", account.retention, name="retention"),
+    path("agents/", account.agents, name="agents"),
+    path("agents/<uuid:agent_id>/block/", account.agent_block, name="agent_block"),
+    path("agents/<uuid:agent_id>/unblock/", account.agent_unblock, name="agent_unblock"),
+    path("keys/", account.keys, name="keys"),
+    path("keys/<int:key_id>/revoke/", account.key_revoke, name="key_revoke"),
+    path("access/", account.access_log, name="access_log"),
+    path("account/delete/", account.account_delete, name="account_delete"),
 ]

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from memoryhub.models import Agent, ApiKey, AuditEntry, Mode, User, Workspace
+from memoryhub.models import Agent, ApiKey, AuditEntry, ExtractionRun, Mode, User, Workspace
 
 
 @admin.register(Workspace)
@@ -88,4 +88,29 @@ class AuditEntryAdmin(admin.ModelAdmin[AuditEntry]):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ExtractionRun)
+class ExtractionRunAdmin(admin.ModelAdmin[ExtractionRun]):
+    """Read-only: token usage, rejected hallucinations and offline fallbacks, for admins to watch."""
+
+    list_display = (
+        "started_at",
+        "session",
+        "extractor",
+        "status",
+        "fell_back_to_offline",
+        "items_written",
+        "items_rejected",
+        "input_tokens",
+        "output_tokens",
+    )
+    list_filter = ("status", "fell_back_to_offline", "extractor")
+    readonly_fields = ("error",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -10,6 +10,13 @@ class MemoryHubError(Exception):
     status = 400
 
 
+class NotAuthenticatedError(MemoryHubError):
+    """A missing, unknown or revoked bearer key."""
+
+    code = "not_authenticated"
+    status = 401
+
+
 class InvalidInputError(MemoryHubError):
     code = "invalid_input"
     status = 422

@@ -121,6 +121,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "accounts.middleware.AdminRequiresMfaMiddleware",
 ]
 
 ROOT_URLCONF = "memoryhub.urls"
@@ -206,6 +207,7 @@ ACCOUNT_EMAIL_VERIFICATION = env_str(
     "ACCOUNT_EMAIL_VERIFICATION", "optional" if DEBUG else "mandatory"
 )
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+ACCOUNT_FORMS = {"signup": "accounts.forms.SignupForm"}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "MemoryHub"
 
@@ -228,12 +230,34 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),
     }
+elif (CELERY_BROKER_URL or "").startswith(("redis://", "rediss://")):
+    # With acks_late, a task whose worker died is redelivered once this many seconds have
+    # passed since delivery; keep it above the longest task time limit or a slow task runs twice.
+    _visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT_SECONDS", 3600)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": _visibility_timeout,
+        # Sweep for abandoned messages every few seconds, not kombu's default 100.
+        "unacked_restore_interval": min(10, _visibility_timeout),
+        "unacked_restore_throttle": 1,
+    }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "end-idle-sessions": {"task": "memoryhub.end_idle_sessions", "schedule": 60.0},
+    "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
+    # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
+    "decay-memories": {"task": "memoryhub.decay_memories", "schedule": 86400.0},
+    "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},
+    "compact-threads": {"task": "memoryhub.compact_threads", "schedule": 3600.0},
+    "consolidate-memories": {"task": "memoryhub.consolidate_memories", "schedule": 7 * 86400.0},
+    # Workspace knowledge graph (memoryhub/services/graph.py, issue 9).
+    "graph-decay-edges": {"task": "memoryhub.graph_decay_edges", "schedule": 86400.0},
+    "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
+}
 
 # Embeddings and extraction.
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384
@@ -249,6 +273,21 @@ MEMORYHUB_MAX_WORKING_MEMORY_BYTES = env_int("MEMORYHUB_MAX_WORKING_MEMORY_BYTES
 MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600)
 MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
 MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
+
+# Maintenance: decay halves a normal memory's priority every half-life since its last use (low
+# importance twice as fast, high four times slower, critical never) and marks it dormant after
+# the dormant age (scaled alike). Threads longer than the compaction threshold are summarised,
+# keeping the most recent messages as they are.
+MEMORYHUB_DECAY_HALF_LIFE_DAYS = env_int("MEMORYHUB_DECAY_HALF_LIFE_DAYS", 90)
+MEMORYHUB_DORMANT_AFTER_DAYS = env_int("MEMORYHUB_DORMANT_AFTER_DAYS", 365)
+MEMORYHUB_COMPACT_AFTER_MESSAGES = env_int("MEMORYHUB_COMPACT_AFTER_MESSAGES", 60)
+MEMORYHUB_COMPACT_KEEP_RECENT = env_int("MEMORYHUB_COMPACT_KEEP_RECENT", 20)
+MEMORYHUB_CONSOLIDATE_AFTER_DAYS = env_int("MEMORYHUB_CONSOLIDATE_AFTER_DAYS", 7)
+
+# Workspace knowledge graph: edge weights halve every half-life of age; queries, responses and
+# tool calls older than the transient limit are purged (items and documents stay).
+MEMORYHUB_GRAPH_HALF_LIFE_DAYS = env_int("MEMORYHUB_GRAPH_HALF_LIFE_DAYS", 30)
+MEMORYHUB_GRAPH_TRANSIENT_DAYS = env_int("MEMORYHUB_GRAPH_TRANSIENT_DAYS", 90)
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -6,7 +6,14 @@ import pytest
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.services.access import access_buffer
 from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def _no_pending_memory_access():
+    """Each test starts with no recall counts buffered by an earlier one (services/access.py)."""
+    access_buffer.clear()
 
 
 @pytest.fixture(scope="session")

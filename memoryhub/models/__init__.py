@@ -1,6 +1,14 @@
 """MemoryHub's models, one module per concept; import them from here."""
 
 from .audit import ActorType, AuditEntry, Channel
+from .graph import (
+    EdgeType,
+    GraphEdge,
+    GraphMaintenanceRun,
+    GraphNode,
+    NodeType,
+    WorkspaceNodeType,
+)
 from .journal import JournalEntry
 from .memories import (
     Confidence,
@@ -12,7 +20,9 @@ from .memories import (
     MemoryStatus,
     MemoryVersion,
 )
+from .ratelimit import RateLimitWindow
 from .sessions import ExtractionRun, Message, Session
+from .workspace_keys import WorkspaceKey
 from .workspaces import (
     DEFAULT_MODES,
     Agent,
@@ -33,7 +43,11 @@ __all__ = [
     "AuditEntry",
     "Channel",
     "Confidence",
+    "EdgeType",
     "ExtractionRun",
+    "GraphEdge",
+    "GraphMaintenanceRun",
+    "GraphNode",
     "Importance",
     "JournalEntry",
     "Memory",
@@ -44,8 +58,12 @@ __all__ = [
     "MemoryVersion",
     "Message",
     "Mode",
+    "NodeType",
+    "RateLimitWindow",
     "Session",
     "User",
     "UserKey",
     "Workspace",
+    "WorkspaceKey",
+    "WorkspaceNodeType",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 
 from memoryhub.actors import Actor
 from memoryhub.errors import NotFoundError
@@ -124,14 +125,20 @@ def list_memories(
     limit: int = 50,
     before: datetime | None = None,
     action: str = "memory.list",
+    before_id: UUID | None = None,
 ) -> list[MemoryItem]:
-    """Newest-first page of decrypted memories (keyset pagination on created_at)."""
+    """Newest-first page of decrypted memories (keyset pagination on created_at, then id)."""
     queryset = memories_of(user=user, mode=mode)
     if kinds:
         queryset = queryset.filter(kind__in=kinds)
     if statuses:
         queryset = queryset.filter(status__in=statuses)
-    if before is not None:
+    if before is not None and before_id is not None:
+        # Memories of one batch can share a created_at: the id breaks the tie.
+        queryset = queryset.filter(
+            Q(created_at__lt=before) | Q(created_at=before, id__lt=before_id)
+        )
+    elif before is not None:
         queryset = queryset.filter(created_at__lt=before)
     rows = list(queryset.order_by("-created_at", "-id")[:limit])
     items = decrypt_memories(rows, cipher_for(user))

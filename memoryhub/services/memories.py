@@ -246,6 +246,7 @@ def edit_memory(
     importance: str | None = None,
     payload: dict[str, Any] | None = None,
     confidence: str | None = None,
+    is_flagged: bool | None = None,
 ) -> Memory:
     """Change a memory, keeping its previous content as a version."""
     check_writable(user, actor)
@@ -277,6 +278,9 @@ def edit_memory(
         if confidence is not None:
             memory.confidence = _choice(confidence, Confidence, "confidence")
             fields.append("confidence")
+        if is_flagged is not None:
+            memory.is_flagged = is_flagged
+            fields.append("is_flagged")
         memory.updated_at = timezone.now()
         memory.save(update_fields=fields)
         record_access(

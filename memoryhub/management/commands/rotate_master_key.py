@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memoryhub.keyring import master_keys, rewrap_all_keys
+from memoryhub.workspace_keyring import rewrap_workspace_keys
 
 
 class Command(BaseCommand):
@@ -20,3 +21,6 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Re-wrapped {count} data key(s) under master key {master_keys()[0].key_id!r}."
         )
+        # Workspace keys (the knowledge graph) are wrapped by the same master keys.
+        workspaces = rewrap_workspace_keys()
+        self.stdout.write(f"Re-wrapped {workspaces} workspace data key(s).")

@@ -1,0 +1,215 @@
+"""Dashboard forms: they validate input; services do the rest."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from memoryhub.models import Importance, Mode, User
+from memoryhub.services.forget import ForgetSelector
+
+EPISODE_TYPES = [
+    ("", "Any type"),
+    ("decision", "Decisions"),
+    ("milestone", "Milestones"),
+    ("commitment", "Commitments"),
+    ("event", "Events"),
+]
+RETENTION_CHOICES = [
+    ("", "Keep until I delete them"),
+    ("30", "1 month"),
+    ("90", "3 months"),
+    ("180", "6 months"),
+    ("365", "1 year"),
+    ("730", "2 years"),
+]
+EVERYTHING = "everything"
+EVERYTHING_PHRASE = "delete everything"
+
+
+def _start_of(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+class MemoryEditForm(forms.Form):
+    content = forms.CharField(
+        label="What MemoryHub remembers",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=settings.MEMORYHUB_MAX_CONTENT_BYTES,
+        strip=True,
+    )
+    importance = forms.ChoiceField(choices=Importance.choices)
+
+
+class CopyForm(forms.Form):
+    target = forms.ModelChoiceField(queryset=Mode.objects.none(), label="Copy to mode")
+
+    def __init__(self, *args: Any, user: User, mode: Mode, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Only the user's own modes are choices: another user's mode id fails validation.
+        target = self.fields["target"]
+        assert isinstance(target, forms.ModelChoiceField)  # noqa: S101 - narrows the type.
+        target.queryset = Mode.objects.filter(user=user).exclude(pk=mode.pk)
+
+
+class ResolveForm(forms.Form):
+    keep = forms.UUIDField()
+    drop = forms.UUIDField()
+
+
+class ModeForm(forms.Form):
+    name = forms.CharField(label="New mode", max_length=100, strip=True)
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(label="Search this mode", max_length=500, strip=True, required=False)
+
+
+class EpisodeFilterForm(forms.Form):
+    type = forms.ChoiceField(label="Type", choices=EPISODE_TYPES, required=False)
+    topic = forms.CharField(label="Topic", max_length=100, required=False, strip=True)
+    since = forms.DateField(
+        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        label="To", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def period(self) -> tuple[datetime | None, datetime | None]:
+        """The chosen days as [start of `since`, end of `until`) in UTC."""
+        since: date | None = self.cleaned_data.get("since")
+        until: date | None = self.cleaned_data.get("until")
+        return (
+            _start_of(since) if since else None,
+            _start_of(until + timedelta(days=1)) if until else None,
+        )
+
+
+class ForgetForm(forms.Form):
+    """Forget the last hour, a period (whole days, UTC) or a topic."""
+
+    LAST_HOUR = "last-hour"
+    PERIOD = "period"
+    TOPIC = "topic"
+
+    what = forms.ChoiceField(
+        choices=[(LAST_HOUR, "The last hour"), (PERIOD, "A period"), (TOPIC, "A topic")],
+        widget=forms.HiddenInput,
+    )
+    since = forms.DateField(
+        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        label="To (included)", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    topic = forms.CharField(label="Topic", max_length=100, required=False, strip=True)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        what = data.get("what")
+        if what == self.PERIOD:
+            if not data.get("since") and not data.get("until"):
+                raise forms.ValidationError("Choose the first day, the last day, or both.")
+            if data.get("since") and data.get("until") and data["since"] > data["until"]:
+                raise forms.ValidationError("The first day must come before the last day.")
+        if what == self.TOPIC and not data.get("topic"):
+            self.add_error("topic", "Say which topic to forget.")
+        return data
+
+    def selector(self, *, now: datetime) -> ForgetSelector:
+        """The forget selector this form asks for (call after is_valid)."""
+        what = self.cleaned_data["what"]
+        if what == self.LAST_HOUR:
+            return ForgetSelector(since=now - timedelta(hours=1))
+        if what == self.TOPIC:
+            return ForgetSelector(topic=self.cleaned_data["topic"])
+        since, until = self.cleaned_data.get("since"), self.cleaned_data.get("until")
+        return ForgetSelector(
+            since=_start_of(since) if since else None,
+            until=_start_of(until + timedelta(days=1)) if until else None,
+        )
+
+    def describe(self) -> str:
+        """What was forgotten, in words, for the receipt."""
+        what = self.cleaned_data["what"]
+        if what == self.LAST_HOUR:
+            return "everything from the last hour"
+        if what == self.TOPIC:
+            return f"everything about “{self.cleaned_data['topic']}”"
+        since, until = self.cleaned_data.get("since"), self.cleaned_data.get("until")
+        if since and until:
+            return f"everything from {since:%d %b %Y} to {until:%d %b %Y}"
+        return (
+            f"everything since {since:%d %b %Y}" if since else f"everything until {until:%d %b %Y}"
+        )
+
+
+class DeleteAllForm(forms.Form):
+    """Delete all of one mode, or of every mode, after typing a confirmation phrase."""
+
+    scope = forms.ChoiceField(label="What to delete", widget=forms.RadioSelect)
+    confirmation = forms.CharField(label="Type the confirmation phrase", max_length=200)
+
+    def __init__(self, *args: Any, mode: Mode, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mode = mode
+        self.fields["scope"].choices = [  # type: ignore[attr-defined]  # A ChoiceField.
+            (mode.slug, f"Everything in the “{mode.name}” mode"),
+            (EVERYTHING, "Everything in every mode"),
+        ]
+
+    def expected_phrase(self, scope: str) -> str:
+        return EVERYTHING_PHRASE if scope == EVERYTHING else f"delete {self.mode.slug}"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        scope = data.get("scope")
+        typed = (data.get("confirmation") or "").strip().lower()
+        if scope and typed != self.expected_phrase(scope):
+            self.add_error(
+                "confirmation", f"Type “{self.expected_phrase(scope)}” exactly to confirm."
+            )
+        return data
+
+    @property
+    def is_everything(self) -> bool:
+        return bool(self.cleaned_data.get("scope") == EVERYTHING)
+
+
+class PauseForm(forms.Form):
+    is_paused = forms.BooleanField(required=False)
+
+
+class RetentionForm(forms.Form):
+    retention_days = forms.TypedChoiceField(
+        label="Delete memories older than",
+        choices=RETENTION_CHOICES,
+        coerce=int,
+        empty_value=None,
+        required=False,
+    )
+
+
+class PersonalKeyForm(forms.Form):
+    name = forms.CharField(label="Name (for example: my desktop assistant)", max_length=100)
+    mode = forms.ModelChoiceField(
+        queryset=Mode.objects.none(),
+        required=False,
+        empty_label="Any of my modes",
+        label="Only this mode",
+    )
+
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        mode = self.fields["mode"]
+        assert isinstance(mode, forms.ModelChoiceField)  # noqa: S101 - narrows the type.
+        mode.queryset = Mode.objects.filter(user=user)
+
+
+class AccessFilterForm(forms.Form):
+    others_only = forms.BooleanField(
+        label="Only agents, reviewers, admins and MemoryHub (hide my own views)", required=False
+    )

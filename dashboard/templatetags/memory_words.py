@@ -1,0 +1,98 @@
+"""Template filters that put memory fields into words; they format, never query."""
+
+from __future__ import annotations
+
+from django import template
+
+from memoryhub.models import Confidence, MemoryKind, MemorySource, MemoryStatus
+from memoryhub.queries.memories import MemoryItem
+from memoryhub.queries.overview import confidence_word as _confidence_word
+
+register = template.Library()
+
+KIND_LABELS: dict[str, str] = {
+    MemoryKind.FACT: "Fact",
+    MemoryKind.PREFERENCE: "Preference",
+    MemoryKind.PROCEDURE: "Procedure",
+    MemoryKind.EPISODE: "Episode",
+    MemoryKind.SESSION_SUMMARY: "Session",
+    MemoryKind.OPEN_ITEM: "Open item",
+    MemoryKind.THEME: "Theme",
+}
+SOURCE_WORDS: dict[str, str] = {
+    MemorySource.USER: "you (dashboard)",
+    MemorySource.EXPLICIT: "you asked to remember it",
+    MemorySource.EXTRACTED: "a conversation",
+    MemorySource.REVIEWER: "a reviewer",
+    MemorySource.SYSTEM: "MemoryHub",
+}
+ACTION_WORDS: dict[str, str] = {
+    "dashboard.list": "viewed memories in the dashboard",
+    "memory.list": "listed memories",
+    "memory.read": "read a memory",
+    "memory.create": "remembered something",
+    "memory.edit": "edited a memory",
+    "memory.delete": "deleted memories",
+    "memory.forget": "forgot memories",
+    "memory.confirm": "confirmed a memory",
+    "memory.reject": "rejected a memory",
+    "memory.resolve": "resolved a contradiction",
+    "memory.copy": "copied a memory to another mode",
+    "memory.history": "read a memory's history",
+    "memory.provenance": "asked why a memory is kept",
+    "memory.pause": "paused memory",
+    "memory.resume": "resumed memory",
+    "memory.search": "searched memories",
+    "profile.read": "read the profile",
+    "open_items.list": "listed open items",
+    "context.assemble": "assembled context for a reply",
+    "account.export": "exported all data",
+    "account.delete": "deleted the account",
+    "agent.block": "blocked an agent",
+    "agent.unblock": "unblocked an agent",
+    "settings.retention": "changed retention",
+}
+
+
+@register.filter
+def confidence_word(confidence: str) -> str:
+    """ "confirmed", "likely" or "not sure yet"."""
+    return _confidence_word(confidence)
+
+
+@register.filter
+def kind_label(kind: str) -> str:
+    return KIND_LABELS.get(kind, kind.replace("_", " ").capitalize())
+
+
+@register.filter
+def source_word(item: MemoryItem) -> str:
+    """Who or what stated the item, in a few words."""
+    agent = item.extra.get("agent")
+    if item.source in {MemorySource.AGENT, MemorySource.EXPLICIT} and agent:
+        prefix = "you asked " if item.source == MemorySource.EXPLICIT else ""
+        return f"{prefix}agent “{agent}”"
+    if item.source == MemorySource.AGENT:
+        return "an agent"
+    return SOURCE_WORDS.get(item.source, item.source)
+
+
+@register.filter
+def is_candidate(item: MemoryItem) -> bool:
+    return item.confidence == Confidence.CANDIDATE or item.status == MemoryStatus.CANDIDATE
+
+
+@register.filter
+def is_open(item: MemoryItem) -> bool:
+    return item.kind == MemoryKind.OPEN_ITEM and item.status == MemoryStatus.ACTIVE
+
+
+@register.filter
+def action_words(action: str) -> str:
+    return ACTION_WORDS.get(action, action.replace(".", ": ").replace("_", " "))
+
+
+@register.filter
+def receipt_kind(kind: str) -> str:
+    """A receipt line's kind, in words ("fact", "message", "working_memory" …)."""
+    return KIND_LABELS.get(kind, kind.replace("_", " ")).lower()

@@ -1,0 +1,169 @@
+"""The user's controls: pause, retention, agents, personal keys, access log, account deletion."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.forms import DeleteAccountForm
+from dashboard.forms import AccessFilterForm, PauseForm, PersonalKeyForm, RetentionForm
+from memoryhub.errors import MemoryHubError
+from memoryhub.http import AuthedRequest
+from memoryhub.models import Agent, ApiKey
+from memoryhub.queries.access_log import list_access_entries
+from memoryhub.queries.connections import list_connected_agents, list_personal_keys
+from memoryhub.services.agents import create_personal_key, revoke_key
+from memoryhub.services.forget import delete_account
+from memoryhub.services.preferences import (
+    block_agent,
+    set_memory_paused,
+    set_retention,
+    unblock_agent,
+)
+
+from .scoping import actor_of, page_number
+
+
+@require_GET
+@login_required
+def settings_page(request: AuthedRequest) -> HttpResponse:
+    """Pause memory, retention, and links to every other control."""
+    retention = RetentionForm(initial={"retention_days": request.user.retention_days or ""})
+    return render(request, "dashboard/settings.html", {"retention_form": retention})
+
+
+@require_POST
+@login_required
+def pause(request: AuthedRequest) -> HttpResponse:
+    """Pause or resume memory: while paused, agents cannot write anything."""
+    form = PauseForm(request.POST)
+    is_paused = form.is_valid() and form.cleaned_data["is_paused"]
+    set_memory_paused(user=request.user, is_paused=is_paused, actor=actor_of(request))
+    if is_paused:
+        messages.success(request, "Memory is paused: agents cannot remember anything new.")
+    else:
+        messages.success(request, "Memory is on again: agents can remember new things.")
+    return redirect("dashboard:settings")
+
+
+@require_POST
+@login_required
+def retention(request: AuthedRequest) -> HttpResponse:
+    """Set how long memories are kept before they are deleted automatically."""
+    form = RetentionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one of the offered retention periods.")
+        return redirect("dashboard:settings")
+    try:
+        set_retention(
+            user=request.user,
+            retention_days=form.cleaned_data["retention_days"],
+            actor=actor_of(request),
+        )
+    except MemoryHubError as error:
+        messages.error(request, str(error))
+        return redirect("dashboard:settings")
+    messages.success(request, "Retention saved: older memories are deleted automatically.")
+    return redirect("dashboard:settings")
+
+
+@require_GET
+@login_required
+def agents(request: AuthedRequest) -> HttpResponse:
+    """The agents that can reach the user's memory, each with a block button."""
+    connected = list_connected_agents(user=request.user)
+    return render(request, "dashboard/agents.html", {"agents": connected})
+
+
+def _agent_or_404(request: AuthedRequest, agent_id: UUID) -> Agent:
+    agent = Agent.objects.filter(pk=agent_id, workspace_id=request.user.workspace_id).first()
+    if agent is None:
+        raise Http404("no such agent")
+    return agent
+
+
+@require_POST
+@login_required
+def agent_block(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
+    """Block an agent: it can no longer read or write anything of this user."""
+    agent = _agent_or_404(request, agent_id)
+    block_agent(user=request.user, agent=agent, actor=actor_of(request))
+    messages.success(request, f"“{agent.name}” is blocked: it cannot reach your memory.")
+    return redirect("dashboard:agents")
+
+
+@require_POST
+@login_required
+def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
+    """Lift a block."""
+    agent = _agent_or_404(request, agent_id)
+    unblock_agent(user=request.user, agent=agent, actor=actor_of(request))
+    messages.success(request, f"“{agent.name}” can reach your memory again.")
+    return redirect("dashboard:agents")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def keys(request: AuthedRequest) -> HttpResponse:
+    """Personal access keys for the user's own MCP clients; a new key is shown once."""
+    form = PersonalKeyForm(request.POST or None, user=request.user)
+    new_key = None
+    if request.method == "POST" and form.is_valid():
+        issued = create_personal_key(
+            user=request.user, name=form.cleaned_data["name"], mode=form.cleaned_data["mode"]
+        )
+        new_key = issued.raw_key
+        messages.success(request, "Key created. Copy it now: it is shown only once.")
+        form = PersonalKeyForm(user=request.user)
+    status = 422 if request.method == "POST" and new_key is None else 200
+    context = {"form": form, "keys": list_personal_keys(user=request.user), "new_key": new_key}
+    response = render(request, "dashboard/keys.html", context, status=status)
+    response["Cache-Control"] = "no-store"  # The page may hold a new key in clear.
+    return response
+
+
+@require_POST
+@login_required
+def key_revoke(request: AuthedRequest, key_id: int) -> HttpResponse:
+    """Revoke one of the user's personal keys (another user's key is not found)."""
+    api_key = ApiKey.objects.filter(pk=key_id, user=request.user).first()
+    if api_key is None:
+        raise Http404("no such key")
+    revoke_key(api_key=api_key)
+    messages.success(request, f"The key {api_key.prefix}… is revoked and no longer works.")
+    return redirect("dashboard:keys")
+
+
+@require_GET
+@login_required
+def access_log(request: AuthedRequest) -> HttpResponse:
+    """Who accessed the user's memory: their own audit entries, newest first."""
+    form = AccessFilterForm(request.GET)
+    others_only = form.is_valid() and form.cleaned_data["others_only"]
+    entries = list_access_entries(
+        user=request.user, page=page_number(request), others_only=others_only
+    )
+    context = {"form": form, "entries": entries, "others_only": others_only}
+    return render(request, "dashboard/access_log.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def account_delete(request: AuthedRequest) -> HttpResponse:
+    """Erase the account and everything of it, after the password is typed again."""
+    form = DeleteAccountForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        delete_account(user=request.user, actor=actor_of(request))
+        logout(request)
+        messages.success(
+            request, "Your account and everything MemoryHub knew about you are erased."
+        )
+        return redirect("landing")
+    status = 422 if request.method == "POST" else 200
+    return render(request, "dashboard/account_delete.html", {"form": form}, status=status)

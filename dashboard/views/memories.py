@@ -1,0 +1,335 @@
+"""The main page and everything done to one item: edit, delete, confirm, reject, done, copy."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap
+
+from dashboard.forms import CopyForm, EpisodeFilterForm, MemoryEditForm, ModeForm, ResolveForm
+from memoryhub.embeddings import default_embedder
+from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
+from memoryhub.http import AuthedRequest
+from memoryhub.models import Mode
+from memoryhub.queries.memories import get_memory_row, list_versions
+from memoryhub.queries.overview import (
+    SECTIONS,
+    SECTIONS_BY_SLUG,
+    EpisodeFilter,
+    explain_memory,
+    get_item,
+    get_overview,
+)
+from memoryhub.services.confidence import confirm_memory
+from memoryhub.services.curation import (
+    copy_to_mode,
+    mark_open_item_done,
+    reject_candidate,
+    resolve_contradiction,
+)
+from memoryhub.services.forget import ForgetSelector, forget
+from memoryhub.services.memories import edit_memory
+from memoryhub.services.users import create_mode
+
+from .rendering import back_to_list, page_or_fragment, render_fragment
+from .scoping import actor_of, domain_errors_as_http, mode_or_404, page_number
+
+DEFAULT_SECTION = SECTIONS_BY_SLUG["everything"]
+# Errors that refuse an action with a message; "not found" is left to become a 404.
+REFUSALS = (InvalidInputError, ConflictError)
+
+
+@require_GET
+def landing(request: HttpRequest) -> HttpResponse:
+    return render(request, "landing.html")
+
+
+def _episode_filter(form: EpisodeFilterForm | None) -> EpisodeFilter | None:
+    if form is None or not form.is_valid():
+        return None
+    since, until = form.period()
+    return EpisodeFilter(
+        episode_type=form.cleaned_data["type"],
+        topic=form.cleaned_data["topic"],
+        since=since,
+        until=until,
+    )
+
+
+def _card_context(request: AuthedRequest, mode: Mode, **extra: Any) -> dict[str, Any]:
+    """What a memory card needs besides the item: its mode, and the modes it can be copied to."""
+    other_modes = list(Mode.objects.filter(user=request.user).exclude(pk=mode.pk))
+    return {"mode": mode, "other_modes": other_modes, **extra}
+
+
+@require_GET
+@login_required
+def memory_list(request: AuthedRequest) -> HttpResponse:
+    """What the agent remembers in one mode: a section, a page at a time."""
+    mode = mode_or_404(request.user, request.GET.get("mode", "personal"))
+    section = SECTIONS_BY_SLUG.get(request.GET.get("section", ""), DEFAULT_SECTION)
+    filters = EpisodeFilterForm(request.GET) if section.slug == "episodes" else None
+    overview = get_overview(
+        user=request.user,
+        mode=mode,
+        actor=actor_of(request),
+        section=section,
+        page=page_number(request),
+        episode_filter=_episode_filter(filters),
+    )
+    page_query = request.GET.copy()
+    page_query.pop("page", None)
+    page_query.setdefault("mode", mode.slug)
+    context = _card_context(
+        request,
+        mode,
+        modes=Mode.objects.filter(user=request.user),
+        page_query=page_query.urlencode(),
+        overview=overview,
+        section=section,
+        sections=SECTIONS,
+        filters=filters,
+        mode_form=ModeForm(),
+    )
+    return page_or_fragment(
+        request, "dashboard/memory_list.html", "dashboard/_memory_page.html", context
+    )
+
+
+@require_GET
+@login_required
+@domain_errors_as_http
+def memory_detail(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """One item: its card for htmx; the page adds why it is remembered and its history."""
+    mode = mode_or_404(request.user, mode_slug)
+    actor = actor_of(request)
+    if request.htmx:
+        item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+        return render_fragment(
+            request, "dashboard/_memory.html", _card_context(request, mode, item=item)
+        )
+    provenance = explain_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+    versions = list_versions(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+    context = _card_context(
+        request, mode, item=provenance.item, provenance=provenance, versions=versions
+    )
+    return render(request, "dashboard/memory_detail.html", context)
+
+
+@require_GET
+@login_required
+@domain_errors_as_http
+def memory_why(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """ "Why do you remember this?": provenance, confidence in words, last use, history."""
+    if not request.htmx:
+        return redirect("dashboard:memory_detail", mode_slug=mode_slug, memory_id=memory_id)
+    mode = mode_or_404(request.user, mode_slug)
+    actor = actor_of(request)
+    provenance = explain_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+    versions = list_versions(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+    context = {"mode": mode, "provenance": provenance, "versions": versions}
+    return render_fragment(request, "dashboard/_why.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@domain_errors_as_http
+def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """Edit an item inline; the previous version is kept in its history."""
+    mode = mode_or_404(request.user, mode_slug)
+    actor = actor_of(request)
+    item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+    initial = {"content": item.content, "importance": item.importance}
+    form = MemoryEditForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        content = form.cleaned_data["content"]
+        try:
+            edit_memory(
+                user=request.user,
+                mode=mode,
+                memory_id=memory_id,
+                actor=actor,
+                embedder=default_embedder(),
+                content=content if content != item.content else None,
+                importance=form.cleaned_data["importance"],
+            )
+        except REFUSALS as error:
+            form.add_error("content", str(error))
+        else:
+            messages.success(request, "Saved. The previous version is kept in the item's history.")
+            if not request.htmx:
+                return back_to_list(request, mode, anchor=f"memory-{memory_id}")
+            item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+            return render_fragment(
+                request, "dashboard/_memory.html", _card_context(request, mode, item=item)
+            )
+    status = 422 if request.method == "POST" else 200
+    context = _card_context(request, mode, item=item, form=form)
+    return page_or_fragment(
+        request, "dashboard/memory_edit.html", "dashboard/_memory_form.html", context, status=status
+    )
+
+
+def _refused(request: AuthedRequest, mode: Mode, error: MemoryHubError) -> HttpResponse:
+    """A refused action: say why, and leave the page as it was."""
+    messages.error(request, str(error))
+    if request.htmx:
+        # 422 is the one error status htmx is told to accept (app.js): the message swaps in.
+        return reswap(render_fragment(request, "", {}, status=422), "none")
+    return back_to_list(request, mode)
+
+
+def _done(
+    request: AuthedRequest, mode: Mode, memory_id: UUID, message: str, *, is_gone: bool = False
+) -> HttpResponse:
+    """After an action on one item: its updated card (htmx), or back to the list."""
+    messages.success(request, message)
+    if not request.htmx:
+        return back_to_list(request, mode, anchor="" if is_gone else f"memory-{memory_id}")
+    if is_gone or request.htmx.target != f"memory-{memory_id}":
+        # The item left this region (deleted, or answered in "Is this right?"): swap in nothing.
+        return render_fragment(request, "", {})
+    item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
+    return render_fragment(
+        request, "dashboard/_memory.html", _card_context(request, mode, item=item)
+    )
+
+
+@require_POST
+@login_required
+@domain_errors_as_http
+def memory_delete(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """Delete one item for good, with whatever was derived only from it."""
+    mode = mode_or_404(request.user, mode_slug)
+    receipt = forget(
+        user=request.user,
+        mode=mode,
+        selector=ForgetSelector(memory_ids=(memory_id,)),
+        actor=actor_of(request),
+        embedder=default_embedder(),
+    )
+    if memory_id not in receipt.memory_ids:
+        raise Http404("no such item")
+    derived = len(receipt.memory_ids) - 1
+    also = f" {derived} item(s) derived from it went too." if derived else ""
+    return _done(
+        request, mode, memory_id, f"Deleted. It will not be used again.{also}", is_gone=True
+    )
+
+
+@require_POST
+@login_required
+@domain_errors_as_http
+def memory_confirm(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """ "Is this right?" — yes: the item becomes confirmed."""
+    mode = mode_or_404(request.user, mode_slug)
+    try:
+        confirm_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
+    except REFUSALS as error:
+        return _refused(request, mode, error)
+    return _done(request, mode, memory_id, "Thanks: marked as confirmed.")
+
+
+@require_POST
+@login_required
+@domain_errors_as_http
+def memory_reject(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """ "Is this right?" — no: the candidate is deleted."""
+    mode = mode_or_404(request.user, mode_slug)
+    try:
+        reject_candidate(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
+    except REFUSALS as error:
+        return _refused(request, mode, error)
+    return _done(
+        request, mode, memory_id, "Thanks: it is deleted and will not be used.", is_gone=True
+    )
+
+
+@require_POST
+@login_required
+@domain_errors_as_http
+def memory_done(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """Mark an open item done."""
+    mode = mode_or_404(request.user, mode_slug)
+    try:
+        mark_open_item_done(
+            user=request.user,
+            mode=mode,
+            memory_id=memory_id,
+            actor=actor_of(request),
+            embedder=default_embedder(),
+        )
+    except REFUSALS as error:
+        return _refused(request, mode, error)
+    return _done(request, mode, memory_id, "Marked as done.")
+
+
+@require_POST
+@login_required
+@domain_errors_as_http
+def memory_copy(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
+    """Copy an item to another of the user's modes (the only way anything crosses modes)."""
+    mode = mode_or_404(request.user, mode_slug)
+    get_memory_row(user=request.user, mode=mode, memory_id=memory_id)  # 404 before anything else.
+    form = CopyForm(request.POST, user=request.user, mode=mode)
+    if not form.is_valid():
+        return _refused(request, mode, InvalidInputError("Choose one of your other modes."))
+    target: Mode = form.cleaned_data["target"]
+    copy_to_mode(
+        user=request.user,
+        mode=mode,
+        memory_id=memory_id,
+        target_mode=target,
+        actor=actor_of(request),
+        embedder=default_embedder(),
+    )
+    return _done(request, mode, memory_id, f"Copied to the “{target.name}” mode.")
+
+
+@require_POST
+@login_required
+@domain_errors_as_http
+def contradiction_resolve(request: AuthedRequest, mode_slug: str) -> HttpResponse:
+    """Keep one of two contradicting items; the other is superseded (or deleted, if a guess)."""
+    mode = mode_or_404(request.user, mode_slug)
+    form = ResolveForm(request.POST)
+    if not form.is_valid():
+        raise Http404("no such items")
+    try:
+        resolve_contradiction(
+            user=request.user,
+            mode=mode,
+            keep_id=form.cleaned_data["keep"],
+            drop_id=form.cleaned_data["drop"],
+            actor=actor_of(request),
+        )
+    except REFUSALS as error:
+        return _refused(request, mode, error)
+    messages.success(request, "Resolved: MemoryHub now uses the one you kept.")
+    if request.htmx:
+        return render_fragment(request, "", {})
+    return back_to_list(request, mode)
+
+
+@require_POST
+@login_required
+def mode_create(request: AuthedRequest) -> HttpResponse:
+    """Add a custom mode (personal and work exist already)."""
+    form = ModeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give the new mode a name.")
+        return redirect("dashboard:memory_list")
+    try:
+        mode = create_mode(user=request.user, name=form.cleaned_data["name"])
+    except MemoryHubError as error:
+        messages.error(request, str(error))
+        return redirect("dashboard:memory_list")
+    messages.success(request, f"The “{mode.name}” mode is ready. Nothing crosses between modes.")
+    return redirect(f"{reverse('dashboard:memory_list')}?mode={mode.slug}")

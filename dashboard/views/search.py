@@ -1,0 +1,51 @@
+"""Search one mode's memories with the same ranking as the agent API."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.views.decorators.http import require_GET
+
+from dashboard.forms import SearchForm
+from memoryhub.embeddings import default_embedder
+from memoryhub.http import AuthedRequest
+from memoryhub.models import Mode
+from memoryhub.queries.recall import search_memories
+
+from .rendering import page_or_fragment
+from .scoping import actor_of, mode_or_404
+
+SEARCH_LIMIT = 20
+
+
+@require_GET
+@login_required
+def search(request: AuthedRequest, mode_slug: str) -> HttpResponse:
+    """Ranked results for the query in this mode (the full page, or the results for htmx)."""
+    mode = mode_or_404(request.user, mode_slug)
+    form = SearchForm(request.GET)
+    query = form.cleaned_data["q"] if form.is_valid() else ""
+    results = (
+        search_memories(
+            user=request.user,
+            mode=mode,
+            query=query,
+            actor=actor_of(request),
+            embedder=default_embedder(),
+            k=SEARCH_LIMIT,
+            # The owner browsing is not an agent using the memory: "last used" stays as it was.
+            record_access=False,
+        )
+        if query
+        else []
+    )
+    context = {
+        "mode": mode,
+        "form": form,
+        "query": query,
+        "results": results,
+        "other_modes": list(Mode.objects.filter(user=request.user).exclude(pk=mode.pk)),
+    }
+    return page_or_fragment(
+        request, "dashboard/search.html", "dashboard/_search_results.html", context
+    )

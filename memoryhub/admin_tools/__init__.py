@@ -1,0 +1,1 @@
+"""Staff-only pages: memory health and the access audit (issue 8)."""

@@ -1,0 +1,15 @@
+"""Staff-only URLs under /admin-tools/."""
+
+from django.urls import path
+
+from . import graph, views
+
+app_name = "admin_tools"
+
+urlpatterns = [
+    path("", views.health, name="health"),
+    path("audit/", views.audit_log, name="audit_log"),
+    path("audit/export.csv", views.audit_export, name="audit_export"),
+    path("graph/", graph.graph_list, name="graph_list"),
+    path("graph/<slug:slug>/", graph.graph_detail, name="graph_detail"),
+]

@@ -1,0 +1,164 @@
+"""Bearer-key authentication and (user, mode) scope resolution for the API and the MCP server."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Q
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from memoryhub.actors import Actor
+from memoryhub.errors import (
+    AgentBlockedError,
+    InvalidInputError,
+    NotAuthenticatedError,
+    NotFoundError,
+)
+from memoryhub.http import client_ip
+from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
+from memoryhub.services.agents import find_active_key
+from memoryhub.services.ratelimit import check_rate_limit
+from memoryhub.services.users import ensure_mode
+
+DEFAULT_MODE = "personal"
+# last_used_at is informative only: one write per key per minute is plenty.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who is asking (actor, agent, key) about whose memory (user) in which mode."""
+
+    user: User
+    mode: Mode
+    actor: Actor
+    agent: Agent | None
+    api_key: ApiKey
+
+
+def authenticate_key(raw_key: str) -> ApiKey:
+    """Return the active key for a presented bearer key, counting it against the rate limit.
+
+    Raises NotAuthenticatedError (missing, unknown, revoked key or disabled agent) and
+    RateLimitedError.
+    """
+    api_key = find_active_key(raw_key.strip()) if raw_key else None
+    if api_key is None or (api_key.agent is not None and not api_key.agent.is_active):
+        raise NotAuthenticatedError("missing, unknown or revoked API key")
+    check_rate_limit(f"key:{api_key.pk}")
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+    return api_key
+
+
+class ApiKeyAuth(HttpBearer):
+    """`Authorization: Bearer <key>`; request.auth becomes the ApiKey."""
+
+    def __call__(self, request: HttpRequest) -> ApiKey | None:
+        if not request.headers.get(self.header):
+            raise NotAuthenticatedError("missing API key: send Authorization: Bearer <key>")
+        result = super().__call__(request)
+        if result is None:
+            raise NotAuthenticatedError("malformed Authorization header: expected Bearer <key>")
+        return result  # type: ignore[no-any-return]  # authenticate() below returns ApiKey.
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey:
+        return authenticate_key(token)
+
+
+def actor_for_key(api_key: ApiKey, *, channel: Channel, ip: str | None) -> Actor:
+    """The audit actor of a key: its agent, or the personal key itself.
+
+    A personal key acts as an agent too (software working for the user), so the user's
+    memory pause applies to it like to any agent.
+    """
+    if api_key.agent is not None:
+        return Actor(
+            ActorType.AGENT, str(api_key.agent.pk), channel, label=api_key.agent.name, client_ip=ip
+        )
+    return Actor(
+        ActorType.AGENT,
+        f"personal-key:{api_key.pk}",
+        channel,
+        label=f"personal key {api_key.prefix}",
+        client_ip=ip,
+    )
+
+
+def _check_text(value: str, field: str) -> str:
+    # PostgreSQL refuses NUL bytes and lone surrogates: turn them into a 422, not a 500.
+    if "\x00" in value:
+        raise InvalidInputError(f"{field} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+    return value.strip()
+
+
+def _find_user(workspace_id: int, user_ref: str) -> User:
+    # The reference is the hub user's UUID or the workspace's external id for them.
+    condition = Q(external_id=user_ref)
+    with contextlib.suppress(ValueError):
+        condition |= Q(pk=uuid.UUID(user_ref))
+    # Security invariant: only users of the key's own workspace are reachable.
+    user = User.objects.filter(condition, workspace_id=workspace_id).first()
+    if user is None:
+        raise NotFoundError("user not found")
+    return user
+
+
+def scope_for_key(
+    api_key: ApiKey,
+    user_ref: str,
+    mode_slug: str = DEFAULT_MODE,
+    *,
+    channel: Channel = Channel.API,
+    ip: str | None = None,
+) -> Scope:
+    """Resolve the user and mode a key may reach.
+
+    Raises NotFoundError for users outside the key's reach (another workspace, another user of
+    a personal key, another mode of a mode-bound key, an unknown mode) and AgentBlockedError
+    when the user blocked the agent.
+    """
+    user_ref = _check_text(user_ref or "", "user")
+    mode_slug = _check_text(mode_slug or DEFAULT_MODE, "mode")
+    if not user_ref:
+        raise InvalidInputError("user is required")
+    if api_key.agent is not None:
+        user = _find_user(api_key.agent.workspace_id, user_ref)
+        if AgentBlock.objects.filter(user=user, agent=api_key.agent).exists():
+            raise AgentBlockedError("this user has blocked this agent")
+    else:
+        owner = api_key.user
+        if owner is None:  # Impossible by a DB constraint: a key has an agent or a user.
+            raise NotAuthenticatedError("this key belongs to nobody")
+        user = _find_user(owner.workspace_id, user_ref)
+        # A personal key only ever acts for its own user; anyone else simply does not exist.
+        if user.pk != owner.pk:
+            raise NotFoundError("user not found")
+        if api_key.mode is not None and api_key.mode.slug != mode_slug:
+            raise NotFoundError(f"mode {mode_slug!r} does not exist for this user")
+    mode = ensure_mode(user=user, slug=mode_slug)
+    return Scope(
+        user=user,
+        mode=mode,
+        actor=actor_for_key(api_key, channel=channel, ip=ip),
+        agent=api_key.agent,
+        api_key=api_key,
+    )
+
+
+def resolve_scope(request: HttpRequest, user_ref: str, mode_slug: str = DEFAULT_MODE) -> Scope:
+    """The scope of an authenticated API request (see `scope_for_key`)."""
+    api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
+    if not isinstance(api_key, ApiKey):
+        raise NotAuthenticatedError("missing, unknown or revoked API key")
+    return scope_for_key(api_key, user_ref, mode_slug, channel=Channel.API, ip=client_ip(request))

@@ -1,0 +1,71 @@
+"""Agent API routes: the workspace graph's insights for the calling agent's workspace."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from memoryhub.errors import NotAuthenticatedError, PermissionDeniedError
+from memoryhub.models import ApiKey, Workspace
+from memoryhub.queries.graph import DEFAULT_LIMIT, MAX_LIMIT, graph_insights
+
+from .schemas import ERRORS
+
+router = Router(tags=["graph"])
+
+
+class InsightsQueryIn(Schema):
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT
+
+
+class PopularItemOut(Schema):
+    name: str
+    count: int
+
+
+class UnansweredOut(Schema):
+    question: str
+    count: int
+    last_asked_at: datetime
+
+
+class GraphInsightsOut(Schema):
+    enabled: bool
+    nodes: int
+    min_nodes: int
+    popular_items: list[PopularItemOut]
+    unanswered: list[UnansweredOut]
+
+
+def _agent_workspace(request: HttpRequest) -> Workspace:
+    api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
+    if not isinstance(api_key, ApiKey):
+        raise NotAuthenticatedError("missing, unknown or revoked API key")
+    # Workspace-wide data (other users' scrubbed questions) is for the workspace's agents,
+    # never for one user's personal key.
+    if api_key.agent is None:
+        raise PermissionDeniedError("graph insights are for workspace agents, not personal keys")
+    return api_key.agent.workspace
+
+
+@router.get("/graph/insights", response={200: GraphInsightsOut, **ERRORS})
+def insights(request: HttpRequest, params: Query[InsightsQueryIn]) -> GraphInsightsOut:
+    """The agent workspace's most searched items and recent questions without a good answer.
+
+    Both lists stay empty until the graph holds the workspace's minimum number of nodes.
+    """
+    found = graph_insights(_agent_workspace(request), limit=params.limit)
+    return GraphInsightsOut(
+        enabled=found.enabled,
+        nodes=found.nodes,
+        min_nodes=found.min_nodes,
+        popular_items=[PopularItemOut(name=i.name, count=i.count) for i in found.popular_items],
+        unanswered=[
+            UnansweredOut(question=q.question, count=q.count, last_asked_at=q.last_asked_at)
+            for q in found.unanswered
+        ],
+    )

@@ -1,0 +1,241 @@
+"""Agent API routes: remember, list, read, edit, delete and forget memories.
+
+Each route resolves the scope and calls one operation function; the MCP tools call the same
+operation functions, so both channels share one implementation.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Query, Router, Status
+
+from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.errors import ContentTooLargeError, InvalidInputError, NotFoundError
+from memoryhub.injection import looks_like_instructions
+from memoryhub.keyring import cipher_for
+from memoryhub.models import MemoryStatus
+from memoryhub.personal_data import tag_personal_data
+from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory, list_memories
+from memoryhub.services.forget import ForgetSelector, forget
+from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
+
+from .auth import Scope, resolve_scope
+from .schemas import (
+    ERRORS,
+    DeletedOut,
+    ForgetIn,
+    ForgetOut,
+    MemoryBatchIn,
+    MemoryBatchOut,
+    MemoryFields,
+    MemoryIn,
+    MemoryListQuery,
+    MemoryOut,
+    MemoryPageOut,
+    MemoryPatchIn,
+    ScopeIn,
+)
+
+router = Router(tags=["memories"])
+
+PAGE_SIZE = 50
+
+
+def _check_payload(payload: dict[str, Any] | None) -> None:
+    if payload is None:
+        return
+    size = len(json.dumps(payload).encode())
+    if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
+        raise ContentTooLargeError(
+            f"payload is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
+        )
+
+
+def new_memory(fields: MemoryFields) -> NewMemory:
+    """Turn an agent's memory fields into a NewMemory, flagged and tagged at write time."""
+    _check_payload(fields.payload)
+    # Instruction-like text is still stored, as data: the flag shows it to the user and
+    # recall fences it; it never gains authority anywhere.
+    return NewMemory(
+        kind=fields.kind,
+        content=fields.content,
+        importance=fields.importance,
+        source=fields.source,
+        payload=fields.payload,
+        occurred_at=fields.occurred_at,
+        is_flagged=looks_like_instructions(fields.content),
+        personal_data=tuple(sorted(tag_personal_data(fields.content))),
+    )
+
+
+def remember_items(
+    scope: Scope, items: list[MemoryFields], *, embedder: Embedder
+) -> list[MemoryOut]:
+    """Store the items for the scope's user and mode, all or nothing."""
+    new_items = [new_memory(fields) for fields in items]
+    rows = remember_many(
+        user=scope.user,
+        mode=scope.mode,
+        items=new_items,
+        actor=scope.actor,
+        embedder=embedder,
+        agent_id=scope.agent.pk if scope.agent else None,
+    )
+    cipher = cipher_for(scope.user)
+    return [MemoryOut.of(decrypt_memory(row, cipher)) for row in rows]
+
+
+def encode_cursor(item: MemoryItem) -> str:
+    raw = f"{item.created_at.isoformat()}|{item.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    """Parse a cursor from `encode_cursor`; anything else is an input error."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created_at, memory_id = raw.split("|")
+        when = datetime.fromisoformat(created_at)
+        if when.tzinfo is None:
+            raise ValueError("naive cursor")
+        return when, UUID(memory_id)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidInputError("cursor is not valid: pass back a next_cursor value") from None
+
+
+def page_memories(
+    scope: Scope,
+    *,
+    kind: str | None = None,
+    status: str | None = None,
+    cursor: str | None = None,
+    limit: int = PAGE_SIZE,
+) -> MemoryPageOut:
+    """One newest-first page of the scope's memories, active ones unless a status is named."""
+    before, before_id = decode_cursor(cursor) if cursor else (None, None)
+    items = list_memories(
+        user=scope.user,
+        mode=scope.mode,
+        actor=scope.actor,
+        kinds=[kind] if kind else (),
+        statuses=[status or MemoryStatus.ACTIVE],
+        limit=limit + 1,
+        before=before,
+        before_id=before_id,
+    )
+    page = items[:limit]
+    next_cursor = encode_cursor(page[-1]) if len(items) > limit else None
+    return MemoryPageOut(items=[MemoryOut.of(item) for item in page], next_cursor=next_cursor)
+
+
+def read_memory(scope: Scope, memory_id: UUID) -> MemoryOut:
+    item = get_memory(user=scope.user, mode=scope.mode, memory_id=memory_id, actor=scope.actor)
+    if item.status == MemoryStatus.FORGOTTEN:
+        raise NotFoundError("memory not found")
+    return MemoryOut.of(item)
+
+
+def forget_memories(scope: Scope, payload: ForgetIn, *, embedder: Embedder) -> ForgetOut:
+    """Forget for good what the selector picks, and what was derived from it."""
+    receipt = forget(
+        user=scope.user,
+        mode=scope.mode,
+        selector=ForgetSelector(
+            memory_ids=tuple(payload.memory_ids),
+            since=payload.since,
+            until=payload.until,
+            topic=payload.topic,
+            query=payload.query,
+        ),
+        actor=scope.actor,
+        embedder=embedder,
+    )
+    return ForgetOut(
+        forgotten=len(receipt.memory_ids),
+        counts=receipt.counts,
+        memory_ids=list(receipt.memory_ids),
+        deleted_at=receipt.deleted_at,
+    )
+
+
+@router.post("/memories", response={201: MemoryOut, **ERRORS})
+def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
+    """Remember one item for the user in the mode (confidence medium or above)."""
+    scope = resolve_scope(request, payload.user, payload.mode)
+    return Status(201, remember_items(scope, [payload], embedder=default_embedder())[0])
+
+
+@router.post("/memories/batch", response={201: MemoryBatchOut, **ERRORS})
+def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[MemoryBatchOut]:
+    """Remember several items at once: all of them, or none if any is invalid."""
+    scope = resolve_scope(request, payload.user, payload.mode)
+    items = remember_items(scope, list(payload.items), embedder=default_embedder())
+    return Status(201, MemoryBatchOut(items=items))
+
+
+@router.get("/memories", response={200: MemoryPageOut, **ERRORS})
+def list_memories_route(request: HttpRequest, filters: Query[MemoryListQuery]) -> MemoryPageOut:
+    """List what is remembered about the user in the mode, newest first, by pages."""
+    scope = resolve_scope(request, filters.user, filters.mode)
+    return page_memories(
+        scope, kind=filters.kind, status=filters.status, cursor=filters.cursor, limit=filters.limit
+    )
+
+
+@router.get("/memories/{memory_id}", response={200: MemoryOut, **ERRORS})
+def get_memory_route(request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn]) -> MemoryOut:
+    """One memory; another user's or mode's memory is 404."""
+    scope = resolve_scope(request, scope_in.user, scope_in.mode)
+    return read_memory(scope, memory_id)
+
+
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, **ERRORS})
+def edit_memory_route(
+    request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn], payload: MemoryPatchIn
+) -> MemoryOut:
+    """Change a memory's content, importance or payload (the previous content is kept)."""
+    scope = resolve_scope(request, scope_in.user, scope_in.mode)
+    if payload.content is None and payload.importance is None and payload.payload is None:
+        raise InvalidInputError("nothing to change: send content, importance or payload")
+    _check_payload(payload.payload)
+    memory = edit_memory(
+        user=scope.user,
+        mode=scope.mode,
+        memory_id=memory_id,
+        actor=scope.actor,
+        embedder=default_embedder(),
+        content=payload.content,
+        importance=payload.importance,
+        payload=payload.payload,
+        is_flagged=looks_like_instructions(payload.content) if payload.content else None,
+    )
+    return MemoryOut.of(decrypt_memory(memory, cipher_for(scope.user)))
+
+
+@router.delete("/memories/{memory_id}", response={200: DeletedOut, **ERRORS})
+def delete_memory_route(
+    request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn]
+) -> DeletedOut:
+    """Delete one memory for good."""
+    scope = resolve_scope(request, scope_in.user, scope_in.mode)
+    deleted = delete_memories(
+        user=scope.user, mode=scope.mode, memory_ids=[memory_id], actor=scope.actor
+    )
+    if not deleted:
+        raise NotFoundError("memory not found")
+    return DeletedOut(deleted=deleted)
+
+
+@router.post("/forget", response={200: ForgetOut, **ERRORS})
+def forget_route(request: HttpRequest, payload: ForgetIn) -> ForgetOut:
+    """Forget memories by ids, period, topic or query (criteria combine); gone from every read."""
+    scope = resolve_scope(request, payload.user, payload.mode)
+    return forget_memories(scope, payload, embedder=default_embedder())

@@ -1,0 +1,39 @@
+"""Agent API routes: the user's profile and open items in one mode."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router
+
+from memoryhub.queries.profile import get_profile, list_open_items
+
+from .auth import Scope, resolve_scope
+from .schemas import ERRORS, MemoryOut, OpenItemsOut, ProfileOut, ScopeIn
+
+router = Router(tags=["profile"])
+
+
+def read_profile(scope: Scope) -> ProfileOut:
+    profile = get_profile(user=scope.user, mode=scope.mode, actor=scope.actor)
+    return ProfileOut(
+        facts=[MemoryOut.of(item) for item in profile.facts],
+        preferences=[MemoryOut.of(item) for item in profile.preferences],
+        procedures=[MemoryOut.of(item) for item in profile.procedures],
+    )
+
+
+def read_open_items(scope: Scope) -> OpenItemsOut:
+    items = list_open_items(user=scope.user, mode=scope.mode, actor=scope.actor)
+    return OpenItemsOut(items=[MemoryOut.of(item) for item in items])
+
+
+@router.get("/profile", response={200: ProfileOut, **ERRORS})
+def profile(request: HttpRequest, scope_in: Query[ScopeIn]) -> ProfileOut:
+    """The active facts, preferences and procedures about the user in the mode."""
+    return read_profile(resolve_scope(request, scope_in.user, scope_in.mode))
+
+
+@router.get("/open-items", response={200: OpenItemsOut, **ERRORS})
+def open_items(request: HttpRequest, scope_in: Query[ScopeIn]) -> OpenItemsOut:
+    """What is still open for the user in the mode (to-dos, follow-ups)."""
+    return read_open_items(resolve_scope(request, scope_in.user, scope_in.mode))

@@ -1,0 +1,172 @@
+"""Agent API routes: search the user's memories, and assemble the context for a message.
+
+Each route resolves the scope and calls one operation function, which the MCP tools can call
+too, so both channels share one implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Router, Schema
+from pydantic import Field
+
+from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.queries.context import MAX_BUDGET_TOKENS, ContextBundle, assemble_context
+from memoryhub.queries.memories import MemoryItem
+from memoryhub.queries.recall import MAX_K, MAX_QUERY_CHARS, search_memories
+from memoryhub.services.sessions import get_session
+
+from .auth import Scope, resolve_scope
+from .schemas import ERRORS, KindName, MemoryOut, ScopeIn, Text, When
+
+router = Router(tags=["recall"])
+
+
+class SearchIn(ScopeIn):
+    query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+    k: Annotated[int, Field(ge=1, le=MAX_K)] = 10
+    kinds: list[KindName] = Field(default_factory=list, max_length=7)
+    since: When | None = None
+    until: When | None = None
+    topics: list[Annotated[Text, Field(max_length=200)]] = Field(
+        default_factory=list, max_length=10
+    )
+
+
+class ScoredMemoryOut(MemoryOut):
+    score: float = Field(description="cosine + 0.35·lexical − staleness + importance bonus")
+    cosine: float
+    lexical: float
+    freshness: float
+
+    @classmethod
+    def scored(cls, item: MemoryItem) -> ScoredMemoryOut:
+        return cls(
+            **MemoryOut.of(item).model_dump(),
+            score=item.score or 0.0,
+            cosine=item.extra.get("cosine", 0.0),
+            lexical=item.extra.get("lexical", 0.0),
+            freshness=item.extra.get("freshness", 1.0),
+        )
+
+
+class SearchOut(Schema):
+    items: list[ScoredMemoryOut]
+
+
+class ContextIn(ScopeIn):
+    message: Annotated[Text, Field(min_length=1)]
+    session: UUID | None = Field(None, description="The thread the message belongs to, if any.")
+    budget_tokens: Annotated[int, Field(ge=0, le=MAX_BUDGET_TOKENS)] | None = Field(
+        None, description="Defaults to the agent's token budget."
+    )
+
+
+class ContextBlockOut(Schema):
+    key: str
+    layer: int
+    role: str = Field(description="system (trusted rules, date, persona) or user")
+    trusted: bool = Field(description="False: fenced stored data, never instructions")
+    text: str
+    tokens: int
+    memory_ids: list[UUID]
+
+
+class DroppedOut(Schema):
+    key: str
+    layer: int
+    tokens: int
+    memory_ids: list[UUID]
+
+
+class ContextOut(Schema):
+    blocks: list[ContextBlockOut]
+    dropped: list[DroppedOut] = Field(
+        description="Left out to fit the budget, least valuable first."
+    )
+    total_tokens: int
+    budget_tokens: int
+    is_over_budget: bool
+
+    @classmethod
+    def of(cls, bundle: ContextBundle) -> ContextOut:
+        return cls(
+            blocks=[
+                ContextBlockOut(
+                    key=block.key,
+                    layer=block.layer,
+                    role=block.role,
+                    trusted=block.trusted,
+                    text=block.text,
+                    tokens=block.tokens,
+                    memory_ids=list(block.memory_ids),
+                )
+                for block in bundle.blocks
+            ],
+            dropped=[
+                DroppedOut(
+                    key=entry.key,
+                    layer=entry.layer,
+                    tokens=entry.tokens,
+                    memory_ids=list(entry.memory_ids),
+                )
+                for entry in bundle.dropped
+            ],
+            total_tokens=bundle.total_tokens,
+            budget_tokens=bundle.budget_tokens,
+            is_over_budget=bundle.is_over_budget,
+        )
+
+
+def search_for(scope: Scope, payload: SearchIn, *, embedder: Embedder) -> SearchOut:
+    """The scope's memories that best answer the query, best first, with their scores."""
+    items = search_memories(
+        user=scope.user,
+        mode=scope.mode,
+        query=payload.query,
+        actor=scope.actor,
+        embedder=embedder,
+        k=payload.k,
+        kinds=payload.kinds,
+        since=payload.since,
+        until=payload.until,
+        topics=payload.topics,
+    )
+    return SearchOut(items=[ScoredMemoryOut.scored(item) for item in items])
+
+
+def context_for(scope: Scope, payload: ContextIn, *, embedder: Embedder) -> ContextOut:
+    """The layered, fenced, budgeted context for the message, in the session if one is given."""
+    session = (
+        get_session(user=scope.user, mode=scope.mode, session_id=payload.session, agent=scope.agent)
+        if payload.session is not None
+        else None
+    )
+    bundle = assemble_context(
+        user=scope.user,
+        mode=scope.mode,
+        agent=scope.agent,
+        message=payload.message,
+        actor=scope.actor,
+        embedder=embedder,
+        session=session,
+        budget_tokens=payload.budget_tokens,
+    )
+    return ContextOut.of(bundle)
+
+
+@router.post("/search", response={200: SearchOut, **ERRORS})
+def search(request: HttpRequest, payload: SearchIn) -> SearchOut:
+    """Search the user's memories in the mode: meaning, exact words, freshness and importance."""
+    scope = resolve_scope(request, payload.user, payload.mode)
+    return search_for(scope, payload, embedder=default_embedder())
+
+
+@router.post("/context", response={200: ContextOut, **ERRORS})
+def context(request: HttpRequest, payload: ContextIn) -> ContextOut:
+    """Assemble the context for answering a message: ordered blocks, untrusted ones fenced."""
+    scope = resolve_scope(request, payload.user, payload.mode)
+    return context_for(scope, payload, embedder=default_embedder())

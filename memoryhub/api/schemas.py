@@ -1,0 +1,226 @@
+"""Request and response schemas of the agent API (`<Thing>In` / `<Thing>Out`), shared with MCP."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from ninja import Schema
+from pydantic import AfterValidator, Field
+
+from memoryhub.queries.memories import MemoryItem
+
+
+def _clean_text(value: str) -> str:
+    # PostgreSQL text refuses NUL and lone surrogates; reject them as input errors (422).
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid UTF-8 text") from None
+    return value
+
+
+def _aware_datetime(value: datetime) -> datetime:
+    # Naive times are UTC; times Python cannot shift to UTC (year 1 at +05:00) are input errors.
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+
+
+# Every free-text field of the API: a string PostgreSQL can store.
+Text = Annotated[str, AfterValidator(_clean_text)]
+# Text with at least one visible character.
+NonBlankText = Annotated[Text, Field(min_length=1, pattern=r"\S")]
+When = Annotated[datetime, AfterValidator(_aware_datetime)]
+UserRef = Annotated[
+    str,
+    AfterValidator(_clean_text),
+    Field(min_length=1, max_length=200, description="The user's UUID or external_id."),
+]
+ModeSlug = Annotated[
+    str,
+    AfterValidator(_clean_text),
+    Field(min_length=1, max_length=64, description="A mode slug: personal, work, …"),
+]
+KindName = Literal[
+    "fact", "preference", "procedure", "episode", "session_summary", "open_item", "theme"
+]
+ImportanceName = Literal["low", "normal", "high", "critical"]
+StatusName = Literal["active", "candidate", "superseded", "forgotten"]
+ConfidenceName = Literal["candidate", "medium", "high"]
+JournalType = Literal["alert", "recommendation", "action"]
+# An agent may say an item came from itself or was stated by the user; extracted, reviewer and
+# system sources belong to the write path, the review queue and maintenance jobs.
+SourceName = Literal["agent", "explicit", "user"]
+
+
+class ErrorOut(Schema):
+    detail: str
+    code: str
+    errors: list[dict[str, Any]] | None = None
+
+
+# The error statuses the API answers with, documented on every operation:
+# `response={201: ThingOut, **ERRORS}` (ninja's codes_4xx lacks 413 and 422).
+ERROR_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 422, 429})
+ERRORS: dict[frozenset[int], type[ErrorOut]] = {ERROR_STATUSES: ErrorOut}
+
+
+class ScopeIn(Schema):
+    user: UserRef
+    mode: ModeSlug = "personal"
+
+
+class UserIn(Schema):
+    external_id: Annotated[NonBlankText, Field(max_length=200)]
+    email: Annotated[Text, Field(max_length=254, json_schema_extra={"format": "email"})] | None = (
+        None
+    )
+    display_name: Annotated[Text, Field(max_length=200)] = ""
+
+
+class UserOut(Schema):
+    id: UUID
+    external_id: str | None
+    email: str | None
+    display_name: str
+    is_memory_paused: bool
+    modes: list[str]
+
+
+class MemoryFields(Schema):
+    kind: KindName
+    content: NonBlankText
+    importance: ImportanceName = "normal"
+    source: SourceName = "agent"
+    payload: dict[str, Any] | None = None
+    occurred_at: When | None = None
+    idempotency_key: Annotated[Text, Field(min_length=1, max_length=128)] | None = None
+
+
+class MemoryIn(ScopeIn, MemoryFields):
+    pass
+
+
+class MemoryBatchIn(ScopeIn):
+    items: Annotated[list[MemoryFields], Field(min_length=1, max_length=100)]
+
+
+class MemoryListQuery(ScopeIn):
+    kind: KindName | None = None
+    # Forgotten memories are gone from every read path, so they cannot be listed either.
+    status: Literal["active", "candidate", "superseded"] | None = None
+    cursor: Annotated[Text, Field(max_length=200)] | None = None
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+
+
+class MemoryPatchIn(Schema):
+    content: NonBlankText | None = None
+    importance: ImportanceName | None = None
+    payload: dict[str, Any] | None = None
+
+
+class MemoryOut(Schema):
+    id: UUID
+    kind: str
+    content: str
+    confidence: str
+    status: str
+    source: str
+    importance: str
+    payload: dict[str, Any]
+    is_flagged: bool
+    personal_data: list[str]
+    evidence_count: int
+    created_at: datetime
+    updated_at: datetime
+    occurred_at: datetime | None
+
+    @classmethod
+    def of(cls, item: MemoryItem) -> MemoryOut:
+        return cls(
+            id=item.id,
+            kind=item.kind,
+            content=item.content,
+            confidence=item.confidence,
+            status=item.status,
+            source=item.source,
+            importance=item.importance,
+            payload=item.payload,
+            is_flagged=item.is_flagged,
+            personal_data=list(item.personal_data),
+            evidence_count=item.evidence_count,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            occurred_at=item.occurred_at,
+        )
+
+
+class MemoryBatchOut(Schema):
+    items: list[MemoryOut]
+
+
+class MemoryPageOut(Schema):
+    items: list[MemoryOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next (older) page.")
+
+
+class DeletedOut(Schema):
+    deleted: int
+
+
+class ForgetIn(ScopeIn):
+    query: Annotated[Text, Field(max_length=1000)] | None = None
+    memory_ids: list[UUID] = Field(default_factory=list, max_length=500)
+    since: When | None = None
+    until: When | None = None
+    topic: Annotated[Text, Field(max_length=200)] | None = None
+
+
+class ForgetOut(Schema):
+    forgotten: int = Field(description="How many memories were forgotten.")
+    counts: dict[str, int] = Field(description="Everything removed, by kind (fact, message, …).")
+    memory_ids: list[UUID]
+    deleted_at: datetime
+
+
+class ProfileOut(Schema):
+    facts: list[MemoryOut]
+    preferences: list[MemoryOut]
+    procedures: list[MemoryOut]
+
+
+class OpenItemsOut(Schema):
+    items: list[MemoryOut]
+
+
+class JournalIn(ScopeIn):
+    summary: NonBlankText
+    type: JournalType
+    key: Annotated[Text, Field(max_length=200)] = ""
+
+
+class JournalOut(Schema):
+    id: UUID
+    type: str
+    summary: str
+    key: str
+    created_at: datetime
+    resolved_at: datetime | None
+    is_flagged: bool
+
+
+class JournalListQuery(ScopeIn):
+    since: When | None = None
+    unresolved: bool = False
+    limit: Annotated[int, Field(ge=1, le=200)] = 100
+
+
+class JournalListOut(Schema):
+    items: list[JournalOut]

@@ -1,0 +1,69 @@
+"""Agent API routes: the end users of the agent's workspace."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from django.http import HttpRequest
+from ninja import Router, Status
+
+from memoryhub.errors import InvalidInputError, PermissionDeniedError
+from memoryhub.http import client_ip
+from memoryhub.models import ApiKey, Channel, Mode, User
+from memoryhub.services.audit import record_access
+from memoryhub.services.users import create_user
+
+from .auth import actor_for_key, resolve_scope
+from .schemas import ERRORS, UserIn, UserOut
+
+router = Router(tags=["users"])
+
+
+def user_out(user: User) -> UserOut:
+    return UserOut(
+        id=user.pk,
+        external_id=user.external_id,
+        email=user.email,
+        display_name=user.display_name,
+        is_memory_paused=user.is_memory_paused,
+        modes=list(Mode.objects.filter(user=user).values_list("slug", flat=True)),
+    )
+
+
+@router.post("/users", response={200: UserOut, 201: UserOut, **ERRORS})
+def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]:
+    """Create an end user of the agent's workspace, or return the one with this external_id."""
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
+    if api_key.agent is None:
+        raise PermissionDeniedError("only agent keys can create users")
+    workspace = api_key.agent.workspace
+    external_id = payload.external_id.strip()
+    if not external_id:
+        raise InvalidInputError("external_id must not be blank")
+    email = (payload.email or "").strip() or None
+    if email is not None:
+        try:
+            validate_email(email)
+        except DjangoValidationError:
+            raise InvalidInputError("email is not a valid address") from None
+    actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
+    existing = User.objects.filter(workspace=workspace, external_id=external_id).first()
+    if existing is not None:
+        record_access(actor=actor, subject_user_id=existing.pk, action="user.read")
+        return Status(200, user_out(existing))
+    user = create_user(
+        workspace=workspace,
+        external_id=external_id,
+        email=email,
+        display_name=payload.display_name.strip(),
+    )
+    record_access(actor=actor, subject_user_id=user.pk, action="user.create")
+    return Status(201, user_out(user))
+
+
+@router.get("/users/{external_id}", response={200: UserOut, **ERRORS})
+def get_user(request: HttpRequest, external_id: str) -> UserOut:
+    """One end user, by external_id (or hub UUID)."""
+    scope = resolve_scope(request, external_id)
+    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
+    return user_out(scope.user)

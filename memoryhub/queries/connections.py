@@ -1,0 +1,51 @@
+"""Who can reach a user's memory: the agents of their workspace, and their personal keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from django.db.models import Count, Max
+
+from memoryhub.models import Agent, AgentBlock, ApiKey, Session, User
+
+
+@dataclass(frozen=True)
+class ConnectedAgent:
+    id: UUID
+    name: str
+    is_blocked: bool
+    session_count: int
+    last_seen_at: datetime | None
+
+
+def list_connected_agents(*, user: User) -> list[ConnectedAgent]:
+    """The agents of the user's workspace, with whether they are blocked and when last seen."""
+    seen: dict[UUID, tuple[int, datetime | None]] = {
+        agent_id: (sessions, last_seen_at)
+        for agent_id, sessions, last_seen_at in Session.objects.filter(
+            user=user, agent__isnull=False
+        )
+        .values("agent_id")
+        .annotate(sessions=Count("id"), last_seen_at=Max("last_activity_at"))
+        .values_list("agent_id", "sessions", "last_seen_at")
+    }
+    blocked = set(AgentBlock.objects.filter(user=user).values_list("agent_id", flat=True))
+    agents = Agent.objects.filter(workspace_id=user.workspace_id).order_by("name")
+    return [
+        ConnectedAgent(
+            id=agent.pk,
+            name=agent.name,
+            is_blocked=agent.pk in blocked,
+            session_count=seen.get(agent.pk, (0, None))[0],
+            last_seen_at=seen.get(agent.pk, (0, None))[1],
+        )
+        for agent in agents
+        if agent.is_active or agent.pk in blocked
+    ]
+
+
+def list_personal_keys(*, user: User) -> list[ApiKey]:
+    """The user's personal access keys, newest first (only prefixes: keys are never stored)."""
+    return list(ApiKey.objects.filter(user=user).select_related("mode").order_by("-created_at"))

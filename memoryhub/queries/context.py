@@ -1,0 +1,264 @@
+"""Context assembly: the ordered, fenced, budgeted blocks an agent puts before its model.
+
+Layers (docs/retrieval.md): 1 platform rules, 2 date, 3 persona (system, trusted); 4 profile,
+5 recent session summaries and open items, 6 memories relevant to the message, 7 the thread
+(working memory, recalled older messages, last messages), 8 compacted history, 9 knowledge
+passages and graph insights (user role, untrusted, fenced); then the user's message (10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import InvalidInputError, NotFoundError
+from memoryhub.keyring import cipher_for
+from memoryhub.models import Agent, Mode, Session, User
+from memoryhub.queries import context_layers as layers
+from memoryhub.queries.context_budget import (
+    MESSAGE_LAYER,
+    ContextBlock,
+    ContextBundle,
+    DroppedEntry,
+    ListLayer,
+    TrustedBlock,
+    fit_context,
+)
+from memoryhub.queries.context_layers import Entry
+from memoryhub.queries.memories import MemoryItem
+from memoryhub.queries.recall import RecallFilter, load_ranked, rank_memories
+from memoryhub.services import audit
+from memoryhub.services.access import record_memory_access
+from memoryhub.services.memories import check_content
+
+__all__ = [
+    "MESSAGE_LAYER",
+    "ContextBlock",
+    "ContextBundle",
+    "DroppedEntry",
+    "assemble_context",
+]
+
+# The layer numbers; the user's message comes last, as MESSAGE_LAYER (10).
+RULES, DATE, PERSONA, PROFILE, SESSIONS, MEMORIES, THREAD, COMPACTED, KNOWLEDGE = range(1, 10)
+# Layers 1, 2 and the message always come; an agent may switch the others off.
+SWITCHABLE_LAYERS = frozenset({PERSONA, PROFILE, SESSIONS, MEMORIES, THREAD, COMPACTED, KNOWLEDGE})
+RELEVANT_MEMORIES_K = 8
+# Precision first: a memory this far from the message, without a shared rare word, stays out.
+MIN_RELEVANCE = 0.3
+MAX_BUDGET_TOKENS = 200_000
+KNOWLEDGE_K = 3
+# What the budget keeps longest (higher first). Rules and the message are never dropped.
+PRIORITY = {
+    "date": 1000,
+    "persona": 990,
+    "working_memory": 900,
+    "thread_recent": 800,
+    "memories": 700,
+    "profile": 600,
+    "thread_recalled": 500,
+    "compacted_history": 400,
+    "open_items": 350,
+    "recent_sessions": 300,
+    "knowledge": 200,
+    "graph_insights": 150,
+}
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """The per-agent memory settings that context assembly reads."""
+
+    persona: str
+    last_messages: int
+    recall_top_k: int
+    recall_message_range: int
+    is_working_memory_enabled: bool
+    token_budget: int
+    disabled_layers: frozenset[int]
+
+    @classmethod
+    def of(cls, agent: Agent | None) -> AgentSettings:
+        """The agent's settings; a personal key (no agent) gets the Agent model's defaults."""
+        agent = agent or Agent()
+        return cls(
+            persona=agent.persona.strip(),
+            last_messages=agent.last_messages,
+            recall_top_k=agent.recall_top_k,
+            recall_message_range=agent.recall_message_range,
+            is_working_memory_enabled=agent.is_working_memory_enabled,
+            token_budget=agent.token_budget,
+            disabled_layers=_layer_numbers(agent.disabled_layers),
+        )
+
+
+def _layer_numbers(value: Any) -> frozenset[int]:
+    # JSON an admin edits by hand: [6, 9] or ["6", "9"]; anything else is ignored.
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(int(v) for v in value if str(v).isdigit()) & SWITCHABLE_LAYERS
+
+
+class _KnownVectors:
+    """An embedder that answers already embedded texts from memory: one embedding per message."""
+
+    def __init__(self, inner: Embedder, known: dict[str, list[float]]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimensions = inner.dimensions
+        self.known = known
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        missing = [text for text in texts if text not in self.known]
+        computed = dict(zip(missing, self.inner.embed(missing), strict=True)) if missing else {}
+        return [self.known.get(text) or computed[text] for text in texts]
+
+
+def _date_text(now: datetime) -> str:
+    return f"Current date and time: {now:%A %d %B %Y, %H:%M} UTC."
+
+
+def _list(layer: int, key: str, label: str, entries: Sequence[Entry], **kwargs: Any) -> ListLayer:
+    return ListLayer(key, layer, label, tuple(entries), PRIORITY[key], **kwargs)
+
+
+def _memories(layer: int, key: str, label: str, items: Sequence[MemoryItem]) -> ListLayer:
+    return _list(layer, key, label, [layers.memory_entry(item) for item in items])
+
+
+def assemble_context(
+    *,
+    user: User,
+    mode: Mode,
+    agent: Agent | None,
+    message: str,
+    actor: Actor,
+    embedder: Embedder,
+    session: Session | None = None,
+    budget_tokens: int | None = None,
+) -> ContextBundle:
+    """Build the layered context for answering `message`, fenced and fitted to the budget.
+
+    Raises InvalidInputError (empty or oversized message, bad budget), ContentTooLargeError,
+    and NotFoundError when the session belongs to another user, mode or agent.
+    """
+    message = check_content(message, field="message")
+    agent_settings = AgentSettings.of(agent)
+    budget = agent_settings.token_budget if budget_tokens is None else budget_tokens
+    if not 0 <= budget <= MAX_BUDGET_TOKENS:
+        raise InvalidInputError(f"budget_tokens must be between 0 and {MAX_BUDGET_TOKENS}")
+    if session is not None and (
+        session.user_id != user.pk
+        or session.mode_id != mode.pk
+        or (agent is not None and session.agent_id not in (None, agent.pk))
+    ):
+        # Security invariant: another user's, mode's or agent's thread does not exist for you.
+        raise NotFoundError("session not found")
+    enabled = SWITCHABLE_LAYERS - agent_settings.disabled_layers
+    now = timezone.now()
+    cipher = cipher_for(user)
+    vector = embedder.embed([message])[0]
+    trusted = [
+        TrustedBlock("platform_rules", RULES, user.workspace.platform_rules, 0, is_droppable=False),
+        TrustedBlock("date", DATE, _date_text(now), PRIORITY["date"]),
+    ]
+    if PERSONA in enabled and agent_settings.persona:
+        trusted.append(
+            TrustedBlock("persona", PERSONA, agent_settings.persona, PRIORITY["persona"])
+        )
+    lists: list[ListLayer] = []
+
+    thread = None
+    if session is not None and THREAD in enabled:
+        thread = layers.thread_messages(
+            session=session,
+            cipher=cipher,
+            message=message,
+            message_vector=vector,
+            last_messages=agent_settings.last_messages,
+            top_k=agent_settings.recall_top_k,
+            message_range=agent_settings.recall_message_range,
+        )
+    if session is None:
+        is_start = True
+    elif thread is not None:
+        is_start = thread.is_session_start
+    else:  # Thread layer off: count the messages, the current one perhaps among them.
+        is_start = session.messages.count() <= 1
+    shown: list[UUID] = []
+
+    if PROFILE in enabled:
+        profile = layers.profile_items(
+            user=user, mode=mode, cipher=cipher, is_session_start=is_start
+        )
+        lists.append(_memories(PROFILE, "profile", "profile", profile))
+        shown += [item.id for item in profile]
+    if SESSIONS in enabled and is_start:
+        summaries = layers.recent_summaries(user=user, mode=mode, cipher=cipher, session=session)
+        items = layers.open_items(user=user, mode=mode, cipher=cipher)
+        lists.append(_memories(SESSIONS, "recent_sessions", "session-summaries", summaries))
+        lists.append(_memories(SESSIONS, "open_items", "open-items", items))
+        shown += [item.id for item in (*summaries, *items)]
+    compacted = None
+    if session is not None and COMPACTED in enabled:
+        compacted = layers.compaction_summary(user=user, mode=mode, cipher=cipher, session=session)
+        if compacted is not None:
+            shown.append(compacted.id)
+    if MEMORIES in enabled:
+        ranked = rank_memories(
+            user=user,
+            mode=mode,
+            query=message,
+            query_vector=vector,
+            cipher=cipher,
+            k=RELEVANT_MEMORIES_K,
+            recall_filter=RecallFilter(exclude_ids=tuple(shown)),
+            now=now,
+        )
+        relevant = [r for r in ranked if r.score >= MIN_RELEVANCE]
+        items = load_ranked(user=user, mode=mode, ranked=relevant, cipher=cipher)
+        lists.append(_memories(MEMORIES, "memories", "memories", items))
+    if thread is not None and session is not None:
+        if agent_settings.is_working_memory_enabled:
+            lines = layers.working_memory_lines(session=session, cipher=cipher, now=now)
+            entries = [Entry(key=f"working_memory:{n}", text=line) for n, line in enumerate(lines)]
+            lists.append(_list(THREAD, "working_memory", "working-memory", entries))
+        lists.append(_list(THREAD, "thread_recalled", "thread-recalled", thread.recalled))
+        # The newest message is worth the most: first in value, last on the page.
+        newest_first = list(reversed(thread.recent))
+        lists.append(
+            _list(THREAD, "thread_recent", "thread-recent", newest_first, is_reversed_on_page=True)
+        )
+    if compacted is not None:
+        lists.append(_memories(COMPACTED, "compacted_history", "compacted-history", [compacted]))
+    if KNOWLEDGE in enabled and layers.is_question(message):
+        passages = layers.knowledge_passages(
+            workspace=user.workspace,
+            query=message,
+            embedder=_KnownVectors(embedder, {message: vector}),
+            k=KNOWLEDGE_K,
+        )
+        lists.append(_list(KNOWLEDGE, "knowledge", "knowledge", passages))
+    if KNOWLEDGE in enabled and is_start:
+        insights = layers.graph_insight_entries(workspace=user.workspace)
+        lists.append(_list(KNOWLEDGE, "graph_insights", "graph-insights", insights))
+
+    bundle = fit_context(trusted=trusted, lists=lists, message=message, budget=budget)
+    used = [memory_id for block in bundle.blocks for memory_id in block.memory_ids]
+    object_ids: list[object] = [*used, *([session.pk] if session is not None else [])]
+    audit.record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action="context.assemble",
+        object_ids=object_ids,
+        mode=mode.slug,
+    )
+    record_memory_access(used)
+    return bundle

@@ -1,0 +1,258 @@
+"""The untrusted layers of an assembled context: what each one reads, decrypted into entries.
+
+Every function here reads one (user, mode) scope and returns plain `Entry` values; nothing
+here fences, budgets or audits (queries/context.py does, once for the whole context).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from django.db.models import Case, IntegerField, Value, When
+from pgvector.django import CosineDistance
+
+from memoryhub.embeddings import Embedder
+from memoryhub.keyring import UserCipher
+from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
+from memoryhub.queries.graph import graph_insights, insight_lines
+from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
+from memoryhub.queries.recall import UNREAD_COLUMNS
+from memoryhub.services.ingest import MESSAGE_TABLE
+from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
+from review.queries import search_knowledge
+
+PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
+PROFILE_LIMIT = 20
+RECENT_SUMMARIES = 3
+OPEN_ITEMS_LIMIT = 10
+# See services.compaction.compaction_key: a thread's compaction summary is keyed by its session.
+COMPACTION_KEY_PREFIX = "compaction:"
+_IMPORTANCE_RANK = Case(
+    When(importance=Importance.CRITICAL, then=Value(0)),
+    When(importance=Importance.HIGH, then=Value(1)),
+    When(importance=Importance.NORMAL, then=Value(2)),
+    default=Value(3),
+    output_field=IntegerField(),
+)
+_QUESTION_WORDS = frozenset(
+    str.split(
+        "who whom whose what which when where why how is are was were do does did can could "
+        "should would will shall may might have has had am any "
+        "qui que quoi quel quelle quels quelles quand ou comment pourquoi combien est-ce"
+    )
+)
+_FIRST_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recalled item: its stored (untrusted) text, and the memory it came from, if any."""
+
+    key: str
+    text: str
+    memory_id: UUID | None = None
+
+
+def memory_line(item: MemoryItem) -> str:
+    """How a memory reads inside a fence: its date and kind, then its text."""
+    when = item.occurred_at or item.created_at
+    return f"({when:%Y-%m-%d}, {item.kind.replace('_', ' ')}) {item.content}"
+
+
+def memory_entry(item: MemoryItem) -> Entry:
+    return Entry(key=f"memory:{item.id}", text=memory_line(item), memory_id=item.id)
+
+
+def profile_items(
+    *, user: User, mode: Mode, cipher: UserCipher, is_session_start: bool
+) -> list[MemoryItem]:
+    """Facts, preferences and procedures, most important first.
+
+    At session start the whole profile (capped); later only the critical items, which hold
+    what must never be forgotten (an allergy, a hard constraint). The rest arrives through the
+    relevant-memories layer when the message calls for it.
+    """
+    queryset = (
+        memories_of(user=user, mode=mode)
+        .defer(*UNREAD_COLUMNS)
+        .recallable()
+        .of_kind(*PROFILE_KINDS)
+    )
+    if not is_session_start:
+        queryset = queryset.filter(importance=Importance.CRITICAL)
+    rows = queryset.annotate(importance_rank=_IMPORTANCE_RANK).order_by(
+        "importance_rank", "-created_at", "-id"
+    )[:PROFILE_LIMIT]
+    return [decrypt_memory(row, cipher) for row in rows]
+
+
+def recent_summaries(
+    *, user: User, mode: Mode, cipher: UserCipher, session: Session | None
+) -> list[MemoryItem]:
+    """The summaries of the last few sessions (never this one's, never a thread compaction)."""
+    queryset = (
+        memories_of(user=user, mode=mode)
+        .defer(*UNREAD_COLUMNS)
+        .recallable()
+        .of_kind(MemoryKind.SESSION_SUMMARY)
+        .exclude(idempotency_key__startswith=COMPACTION_KEY_PREFIX)
+    )
+    if session is not None:
+        queryset = queryset.exclude(session_id=session.pk)
+    rows = queryset.order_by("-created_at", "-id")[:RECENT_SUMMARIES]
+    return [decrypt_memory(row, cipher) for row in rows]
+
+
+def open_items(*, user: User, mode: Mode, cipher: UserCipher) -> list[MemoryItem]:
+    """What is still open for the user in the mode, most important first."""
+    rows = (
+        memories_of(user=user, mode=mode)
+        .defer(*UNREAD_COLUMNS)
+        .recallable()
+        .of_kind(MemoryKind.OPEN_ITEM)
+        .annotate(importance_rank=_IMPORTANCE_RANK)
+        .order_by("importance_rank", "-created_at", "-id")[:OPEN_ITEMS_LIMIT]
+    )
+    return [decrypt_memory(row, cipher) for row in rows]
+
+
+def compaction_summary(
+    *, user: User, mode: Mode, cipher: UserCipher, session: Session
+) -> MemoryItem | None:
+    """The summary standing in for this thread's compacted (older) messages, if any."""
+    row = (
+        memories_of(user=user, mode=mode)
+        .defer(*UNREAD_COLUMNS)
+        .recallable()
+        .filter(idempotency_key=f"{COMPACTION_KEY_PREFIX}{session.pk}")
+        .first()
+    )
+    return decrypt_memory(row, cipher) if row is not None else None
+
+
+@dataclass(frozen=True)
+class ThreadMessages:
+    """The thread's last messages (oldest first) and the recalled older ones (in seq order)."""
+
+    recent: tuple[Entry, ...]
+    recalled: tuple[Entry, ...]
+    # No earlier message in the thread than the one being answered.
+    is_session_start: bool
+
+
+def _message_text(message: Message, cipher: UserCipher) -> str:
+    return cipher.decrypt(
+        message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
+    )
+
+
+def _message_entry(message: Message, text: str) -> Entry:
+    return Entry(key=f"message:{message.seq}", text=f"{message.role}: {text}")
+
+
+def thread_messages(
+    *,
+    session: Session,
+    cipher: UserCipher,
+    message: str,
+    message_vector: Sequence[float],
+    last_messages: int,
+    top_k: int,
+    message_range: int,
+) -> ThreadMessages:
+    """The last N messages verbatim, plus the top-K older ones most similar to the message.
+
+    Each recalled message brings `message_range` neighbours on each side. The current message,
+    if the agent already stored it, is left out: it is the user's own block. Compacted messages
+    are never among the last N (their summary stands in) but may be recalled by similarity.
+    """
+    # One more than asked: the newest may be the current message itself.
+    latest = list(
+        session.messages.filter(is_compacted=False)
+        .defer("embedding")
+        .order_by("-seq")[: max(last_messages, 1) + 1]
+    )
+    texts = {row.seq: _message_text(row, cipher) for row in latest}
+    excluded: set[int] = set()
+    if latest and latest[0].role == Message.Role.USER and texts[latest[0].seq] == message.strip():
+        excluded.add(latest[0].seq)
+        latest = latest[1:]
+    recent_rows = latest[:last_messages]
+    excluded.update(row.seq for row in recent_rows)
+    recalled: list[Entry] = []
+    if top_k > 0:
+        older = session.messages.exclude(embedding=None).exclude(seq__in=excluded)
+        if recent_rows:
+            older = older.filter(seq__lt=recent_rows[-1].seq)
+        hits = list(
+            older.annotate(distance=CosineDistance("embedding", list(message_vector)))
+            .order_by("distance", "seq")
+            .values_list("seq", flat=True)[:top_k]
+        )
+        wanted = {
+            seq + offset
+            for seq in hits
+            for offset in range(-message_range, message_range + 1)
+            if seq + offset > 0
+        } - excluded
+        if recent_rows:
+            wanted = {seq for seq in wanted if seq < recent_rows[-1].seq}
+        if wanted:
+            rows = session.messages.filter(seq__in=wanted).defer("embedding").order_by("seq")
+            recalled = [_message_entry(row, _message_text(row, cipher)) for row in rows]
+    return ThreadMessages(
+        recent=tuple(_message_entry(row, texts[row.seq]) for row in reversed(recent_rows)),
+        recalled=tuple(recalled),
+        is_session_start=not latest,
+    )
+
+
+def working_memory_lines(*, session: Session, cipher: UserCipher, now: datetime) -> list[str]:
+    """The session's working memory as `key: value` lines; empty when unset or expired."""
+    expires_at = session.working_memory_expires_at
+    if session.working_memory_ciphertext is None or (expires_at is not None and expires_at <= now):
+        return []
+    data = cipher.decrypt_json(
+        session.working_memory_ciphertext,
+        table=SESSION_TABLE,
+        row_id=session.pk,
+        field=WORKING_MEMORY_FIELD,
+    )
+    return [
+        f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
+        for key, value in sorted(data.items())
+    ]
+
+
+def knowledge_passages(
+    *, workspace: Workspace, query: str, embedder: Embedder, k: int
+) -> list[Entry]:
+    """Published passages of the workspace knowledge base that answer the query."""
+    passages = search_knowledge(workspace, query, embedder, k)
+    # Reviewed workspace text, yet still data: a document may quote anything.
+    return [
+        Entry(key=f"knowledge:{passage.chunk_id}", text=f"({passage.title}) {passage.text}")
+        for passage in passages
+    ]
+
+
+def graph_insight_entries(*, workspace: Workspace) -> list[Entry]:
+    """The workspace graph's popular items and unanswered questions; none below its threshold."""
+    insights = graph_insights(workspace)
+    if not insights.enabled:
+        return []
+    return [Entry(key=f"graph:{n}", text=line) for n, line in enumerate(insight_lines(insights))]
+
+
+def is_question(message: str) -> bool:
+    """Whether a message asks something (English or French): it then warrants knowledge."""
+    text = message.strip()
+    if text.endswith("?"):
+        return True
+    first = _FIRST_WORD.search(text.casefold())
+    return first is not None and first.group() in _QUESTION_WORDS

@@ -1,0 +1,214 @@
+"""Export everything of one user as one JSON document: their own data, decrypted."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.models import (
+    AgentBlock,
+    ApiKey,
+    JournalEntry,
+    Memory,
+    MemoryVersion,
+    Message,
+    Mode,
+    Session,
+    User,
+)
+from memoryhub.queries.journal import JOURNAL_TABLE
+from memoryhub.queries.memories import VERSION_TABLE, decrypt_memory, memories_of
+from memoryhub.services.audit import record_access
+from memoryhub.services.ingest import MESSAGE_TABLE
+from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
+
+EXPORT_FORMAT = "memoryhub-export/1"
+
+
+def _when(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def _versions(user: User, cipher: UserCipher) -> dict[UUID, list[dict[str, Any]]]:
+    by_memory: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
+    versions = MemoryVersion.objects.filter(memory__user=user).order_by("created_at")
+    for version in versions.iterator(chunk_size=2000):
+        by_memory[version.memory_id].append(
+            {
+                "content": cipher.decrypt(
+                    version.content_ciphertext,
+                    table=VERSION_TABLE,
+                    row_id=version.pk,
+                    field="content",
+                ),
+                "changed_by": version.changed_by_type,
+                "reason": version.reason,
+                "changed_at": _when(version.created_at),
+            }
+        )
+    return by_memory
+
+
+def _memories(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
+    versions = _versions(user, cipher)
+    sources: dict[UUID, list[str]] = defaultdict(list)
+    links = Memory.source_messages.through.objects.filter(memory__user=user)
+    for memory_id, message_id in links.values_list("memory_id", "message_id").iterator():
+        sources[memory_id].append(str(message_id))
+    by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    rows = memories_of(user=user, mode=None).defer("embedding", "blind_tokens")
+    for row in rows.order_by("created_at", "id").iterator(chunk_size=2000):
+        item = decrypt_memory(row, cipher)
+        by_mode[row.mode_id].append(
+            {
+                "id": str(item.id),
+                "kind": item.kind,
+                "content": item.content,
+                "details": item.payload,
+                "confidence": item.confidence,
+                "status": item.status,
+                "source": item.source,
+                "importance": item.importance,
+                "evidence_count": item.evidence_count,
+                "personal_data": list(item.personal_data),
+                "created_at": _when(item.created_at),
+                "updated_at": _when(item.updated_at),
+                "occurred_at": _when(item.occurred_at),
+                "valid_to": _when(item.valid_to),
+                "last_used_at": _when(item.last_accessed_at),
+                "session_id": str(item.session_id) if item.session_id else None,
+                "source_message_ids": sources.get(item.id, []),
+                "previous_versions": versions.get(item.id, []),
+            }
+        )
+    return by_mode
+
+
+def _working_memory(session: Session, cipher: UserCipher) -> Any:
+    if session.working_memory_ciphertext is None:
+        return None
+    text = cipher.decrypt(
+        session.working_memory_ciphertext,
+        table=SESSION_TABLE,
+        row_id=session.pk,
+        field=WORKING_MEMORY_FIELD,
+    )
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _sessions(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
+    messages: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
+    rows = Message.objects.filter(session__user=user).defer("embedding").order_by("session", "seq")
+    for message in rows.iterator(chunk_size=2000):
+        messages[message.session_id].append(
+            {
+                "id": str(message.pk),
+                "seq": message.seq,
+                "role": message.role,
+                "content": cipher.decrypt(
+                    message.content_ciphertext,
+                    table=MESSAGE_TABLE,
+                    row_id=message.pk,
+                    field="content",
+                ),
+                "created_at": _when(message.created_at),
+            }
+        )
+    by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    sessions = Session.objects.filter(user=user).select_related("agent").order_by("started_at")
+    for session in sessions:
+        by_mode[session.mode_id].append(
+            {
+                "id": str(session.pk),
+                "agent": session.agent.name if session.agent else None,
+                "is_incognito": session.is_incognito,
+                "started_at": _when(session.started_at),
+                "ended_at": _when(session.ended_at),
+                "working_memory": _working_memory(session, cipher),
+                "messages": messages.get(session.pk, []),
+            }
+        )
+    return by_mode
+
+
+def _journal(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
+    by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    entries = JournalEntry.objects.filter(user=user).select_related("agent").order_by("created_at")
+    for entry in entries:
+        by_mode[entry.mode_id].append(
+            {
+                "agent": entry.agent.name,
+                "type": entry.entry_type,
+                "summary": cipher.decrypt(
+                    entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
+                ),
+                "created_at": _when(entry.created_at),
+                "resolved_at": _when(entry.resolved_at),
+            }
+        )
+    return by_mode
+
+
+def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
+    """Everything of the user, decrypted, as one JSON-ready document; writes an audit row."""
+    cipher = cipher_for(user)
+    memories = _memories(user, cipher)
+    sessions = _sessions(user, cipher)
+    journal = _journal(user, cipher)
+    modes = list(Mode.objects.filter(user=user))
+    document = {
+        "format": EXPORT_FORMAT,
+        "exported_at": _when(timezone.now()),
+        "account": {
+            "email": user.email,
+            "display_name": user.display_name,
+            "external_id": user.external_id,
+            "workspace": user.workspace.slug,
+            "is_memory_paused": user.is_memory_paused,
+            "retention_days": user.retention_days,
+            "date_joined": _when(user.date_joined),
+        },
+        "modes": [
+            {
+                "slug": mode.slug,
+                "name": mode.name,
+                "memories": memories.get(mode.pk, []),
+                "sessions": sessions.get(mode.pk, []),
+                "agent_journal": journal.get(mode.pk, []),
+            }
+            for mode in modes
+        ],
+        # Key metadata only: the keys themselves are never stored, and hashes are not data.
+        "personal_access_keys": [
+            {
+                "name": key.name,
+                "prefix": key.prefix,
+                "mode": key.mode.slug if key.mode else None,
+                "created_at": _when(key.created_at),
+                "last_used_at": _when(key.last_used_at),
+                "revoked_at": _when(key.revoked_at),
+            }
+            for key in ApiKey.objects.filter(user=user).select_related("mode")
+        ],
+        "blocked_agents": [
+            block.agent.name
+            for block in AgentBlock.objects.filter(user=user).select_related("agent")
+        ],
+    }
+    record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action="account.export",
+        object_ids=[mode.slug for mode in modes],
+    )
+    return document

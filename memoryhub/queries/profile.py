@@ -1,0 +1,70 @@
+"""The user's profile in one mode (facts, preferences, procedures) and their open items."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Case, IntegerField, Value, When
+
+from memoryhub.actors import Actor
+from memoryhub.keyring import cipher_for
+from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
+from memoryhub.queries.memories import MemoryItem, decrypt_memories, memories_of
+from memoryhub.services.audit import record_access
+
+PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
+_IMPORTANCE_RANK = Case(
+    When(importance=Importance.CRITICAL, then=Value(0)),
+    When(importance=Importance.HIGH, then=Value(1)),
+    When(importance=Importance.NORMAL, then=Value(2)),
+    default=Value(3),
+    output_field=IntegerField(),
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    facts: tuple[MemoryItem, ...]
+    preferences: tuple[MemoryItem, ...]
+    procedures: tuple[MemoryItem, ...]
+
+
+def _ranked(queryset: MemoryQuerySet) -> MemoryQuerySet:
+    # Most important first, then newest: what an agent should read before anything else.
+    return queryset.annotate(importance_rank=_IMPORTANCE_RANK).order_by(
+        "importance_rank", "-created_at", "-id"
+    )
+
+
+def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Profile:
+    """The recallable (active, medium or high confidence) facts, preferences and procedures."""
+    rows = list(_ranked(memories_of(user=user, mode=mode).recallable().of_kind(*PROFILE_KINDS)))
+    items = decrypt_memories(rows, cipher_for(user))
+    by_kind = {kind: tuple(i for i in items if i.kind == kind)[:limit] for kind in PROFILE_KINDS}
+    profile = Profile(
+        facts=by_kind[MemoryKind.FACT],
+        preferences=by_kind[MemoryKind.PREFERENCE],
+        procedures=by_kind[MemoryKind.PROCEDURE],
+    )
+    record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action="profile.read",
+        object_ids=[i.id for i in (*profile.facts, *profile.preferences, *profile.procedures)],
+        mode=mode.slug,
+    )
+    return profile
+
+
+def list_open_items(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> list[MemoryItem]:
+    """The active open items (things still to do or follow up), most important first."""
+    queryset = memories_of(user=user, mode=mode).active().of_kind(MemoryKind.OPEN_ITEM)
+    items = decrypt_memories(_ranked(queryset)[:limit], cipher_for(user))
+    record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action="open_items.list",
+        object_ids=[item.id for item in items],
+        mode=mode.slug,
+    )
+    return items

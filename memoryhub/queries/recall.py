@@ -1,0 +1,350 @@
+"""Hybrid recall: rank a user's memories in a mode by meaning, words, freshness and importance.
+
+The score of a memory m for a query q (docs/retrieval.md explains and justifies each part):
+
+    score = cosine(q, m) + 0.35 · lexical(q, m) − 0.10 · (1 − freshness(m)) + importance_bonus(m)
+
+- cosine: of the 384-d MiniLM embeddings, computed exactly in PostgreSQL (pgvector `<=>`) over
+  the user's own candidate rows; no approximate index can drop a row that passes the filter.
+- lexical: the inverse document frequencies of the query terms the memory holds, read from its
+  keyed blind index (no plaintext in the database), divided by ln(1 + N) so it stays in [0, 1]
+  whatever the number N of candidates; IDF is over the user's own candidates.
+- freshness: 0.5 ** (days since last learnt or used / half-life of the kind); critical: 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import InvalidInputError
+from memoryhub.keyring import UserCipher, cipher_for, tokenize
+from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
+from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
+from memoryhub.queries.query_terms import query_terms
+from memoryhub.services import audit
+from memoryhub.services.access import record_memory_access
+
+# Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
+LEXICAL_WEIGHT = 0.35
+# At most this much is taken off a memory nobody has learnt or used for many half-lives.
+STALENESS_PENALTY = 0.10
+IMPORTANCE_BONUS: dict[str, float] = {
+    Importance.LOW: -0.05,
+    Importance.NORMAL: 0.0,
+    Importance.HIGH: 0.05,
+    Importance.CRITICAL: 0.10,
+}
+# Days after which a memory of the kind counts half as fresh; critical memories never fade.
+HALF_LIFE_DAYS: dict[str, int] = {
+    MemoryKind.FACT: 180,
+    MemoryKind.PREFERENCE: 180,
+    MemoryKind.PROCEDURE: 365,
+    MemoryKind.EPISODE: 30,
+    MemoryKind.SESSION_SUMMARY: 14,
+    MemoryKind.OPEN_ITEM: 60,
+    MemoryKind.THEME: 90,
+}
+MAX_K = 100
+# Read by the ranking SQL, never by the Python that decrypts: not worth fetching (a vector is
+# 1.5 kB to parse).
+UNREAD_COLUMNS = ("embedding", "blind_tokens")
+MAX_QUERY_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class RankedMemory:
+    """One memory's place in a ranking: its id, its score and the parts of the score."""
+
+    id: UUID
+    score: float
+    cosine: float
+    lexical: float
+    freshness: float
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    """Optional narrowing of the candidates (all criteria combine with AND)."""
+
+    kinds: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    # A memory is about a topic when it holds every word of it; several topics combine with OR.
+    topics: tuple[str, ...] = ()
+    exclude_ids: tuple[UUID, ...] = ()
+
+
+def check_filter(recall_filter: RecallFilter) -> None:
+    """Raise InvalidInputError on an unknown kind, a naive or inverted period, or a blank topic."""
+    unknown = set(recall_filter.kinds) - set(MemoryKind.values)
+    if unknown:
+        raise InvalidInputError(f"kinds must be among: {', '.join(MemoryKind.values)}")
+    for name in ("since", "until"):
+        moment = getattr(recall_filter, name)
+        if moment is not None and moment.tzinfo is None:
+            raise InvalidInputError(f"{name} must be a timezone-aware datetime")
+    if recall_filter.since and recall_filter.until and recall_filter.since >= recall_filter.until:
+        raise InvalidInputError("since must be before until")
+    if any(not tokenize(topic) for topic in recall_filter.topics):
+        raise InvalidInputError("each topic needs at least one word")
+
+
+def candidates(
+    *, user: User, mode: Mode, cipher: UserCipher, recall_filter: RecallFilter
+) -> MemoryQuerySet:
+    """The memories recall may return: this user's, this mode's, active, medium or high."""
+    # Security invariant: the scope comes from the one scoped door; candidates (confidence
+    # "candidate") and superseded or forgotten memories are never recalled.
+    queryset = memories_of(user=user, mode=mode).recallable()
+    if recall_filter.kinds:
+        queryset = queryset.filter(kind__in=recall_filter.kinds)
+    # A memory's time is when it happened, if known, else when it was learnt.
+    if recall_filter.since:
+        queryset = queryset.filter(
+            Q(occurred_at__gte=recall_filter.since)
+            | Q(occurred_at__isnull=True, created_at__gte=recall_filter.since)
+        )
+    if recall_filter.until:
+        queryset = queryset.filter(
+            Q(occurred_at__lt=recall_filter.until)
+            | Q(occurred_at__isnull=True, created_at__lt=recall_filter.until)
+        )
+    if recall_filter.topics:
+        about = Q()
+        for topic in recall_filter.topics:
+            about |= Q(blind_tokens__contains=cipher.blind_tokens(topic))
+        queryset = queryset.filter(about)
+    if recall_filter.exclude_ids:
+        queryset = queryset.exclude(pk__in=recall_filter.exclude_ids)
+    return queryset
+
+
+def _case(column: str, values: dict[str, float], default: float) -> tuple[str, list[object]]:
+    # The weights are ours, but they still travel as parameters: no number is pasted into SQL.
+    whens = " ".join("WHEN %s THEN %s" for _ in values)
+    params: list[object] = [part for pair in values.items() for part in pair]
+    return f"CASE {column} {whens} ELSE %s END", [*params, default]
+
+
+def ranking_query(
+    *,
+    user: User,
+    mode: Mode,
+    query: str,
+    query_vector: Sequence[float],
+    cipher: UserCipher,
+    k: int,
+    recall_filter: RecallFilter = RecallFilter(),
+    now: datetime | None = None,
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters that rank the candidates (run by `rank_memories`)."""
+    term_numbers: list[int] = []
+    digests: list[str] = []
+    for number, forms in enumerate(query_terms(query)):
+        for digest in cipher.blind_tokens(" ".join(forms)):
+            term_numbers.append(number)
+            digests.append(digest)
+    scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
+    # The distance is computed as each candidate is read, so only a number is kept per row.
+    candidate_sql, candidate_params = (
+        scoped.annotate(distance=CosineDistance("embedding", list(query_vector)))
+        .values(
+            "id", "distance", "blind_tokens", "kind", "importance", "created_at", "last_accessed_at"
+        )
+        .query.sql_with_params()
+    )
+    half_life_sql, half_life_params = _case(
+        "c.kind", {kind: float(days) for kind, days in HALF_LIFE_DAYS.items()}, 90.0
+    )
+    bonus_sql, bonus_params = _case("c.importance", IMPORTANCE_BONUS, 0.0)
+    # One round trip. Exact cosine over the candidates (a per-user scan through the btree scope
+    # index), the IDF of each query term over the same candidates, freshness from the last use.
+    # Each candidate's matching terms are found once, while it is read: its tokens are probed
+    # against the query's digests (`= ANY` of a constant array is a hash lookup), so the cost
+    # grows with the candidates' tokens, and no join is left for a misestimate to spoil.
+    sql = f"""
+        WITH terms(term, digest) AS (SELECT * FROM unnest(%s::int[], %s::varchar[])),
+        candidates AS MATERIALIZED (
+            SELECT c.*, ARRAY(
+                SELECT DISTINCT terms.term
+                FROM unnest(c.blind_tokens) AS token JOIN terms ON terms.digest = token
+                WHERE token = ANY(%s::varchar[])
+            ) AS terms
+            FROM ({candidate_sql}) AS c
+        ),
+        size AS (SELECT count(*)::float8 AS n FROM candidates),
+        weights AS MATERIALIZED (
+            SELECT df.term, ln(1 + (size.n - df.n + 0.5) / (df.n + 0.5)) / ln(1 + size.n) AS weight
+            FROM (
+                SELECT term, count(*) AS n FROM candidates, unnest(candidates.terms) AS term
+                GROUP BY term
+            ) AS df CROSS JOIN size
+        ),
+        scored AS (
+            SELECT
+                c.id,
+                coalesce(1 - c.distance, 0) AS cosine,
+                CASE WHEN cardinality(c.terms) = 0 THEN 0 ELSE (
+                    SELECT sum(w.weight) FROM weights w WHERE w.term = ANY(c.terms)
+                ) END AS lexical,
+                -- float8 throughout: numeric power() would cost more than the whole ranking.
+                CASE WHEN c.importance = %s THEN 1.0::float8 ELSE power(
+                    0.5::float8,
+                    greatest(0, extract(epoch FROM %s::timestamptz
+                        - greatest(c.created_at, c.last_accessed_at))::float8 / 86400)
+                    / ({half_life_sql})::float8
+                ) END AS freshness,
+                ({bonus_sql})::float8 AS bonus
+            FROM candidates c
+        )
+        SELECT id, cosine + %s * lexical - %s * (1 - freshness) + bonus AS score,
+            cosine, lexical, freshness
+        FROM scored
+        ORDER BY score DESC, id
+        LIMIT %s
+    """  # noqa: S608  # Only our own SQL fragments are formatted in; every value is a parameter.
+    params = [
+        term_numbers,
+        digests,
+        digests,
+        *candidate_params,
+        Importance.CRITICAL.value,
+        now or timezone.now(),
+        *half_life_params,
+        *bonus_params,
+        LEXICAL_WEIGHT,
+        STALENESS_PENALTY,
+        k,
+    ]
+    return sql, params
+
+
+def rank_memories(
+    *,
+    user: User,
+    mode: Mode,
+    query: str,
+    query_vector: Sequence[float],
+    cipher: UserCipher,
+    k: int,
+    recall_filter: RecallFilter = RecallFilter(),
+    now: datetime | None = None,
+) -> list[RankedMemory]:
+    """Rank the user's recallable memories in the mode for a query; best first, at most k.
+
+    Reads ids and scores only: nothing is decrypted and nothing is audited here.
+    """
+    sql, params = ranking_query(
+        user=user,
+        mode=mode,
+        query=query,
+        query_vector=query_vector,
+        cipher=cipher,
+        k=k,
+        recall_filter=recall_filter,
+        now=now,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [
+        RankedMemory(
+            id=row[0],
+            score=float(row[1]),
+            cosine=float(row[2]),
+            lexical=float(row[3]),
+            freshness=float(row[4]),
+        )
+        for row in rows
+    ]
+
+
+def load_ranked(
+    *, user: User, mode: Mode, ranked: Sequence[RankedMemory], cipher: UserCipher
+) -> list[MemoryItem]:
+    """Fetch and decrypt ranked memories in ranking order, each with its score and parts."""
+    rows = {
+        row.pk: row
+        for row in memories_of(user=user, mode=mode)
+        .filter(pk__in=[r.id for r in ranked])
+        .defer(*UNREAD_COLUMNS)
+    }
+    items = []
+    for entry in ranked:
+        row = rows.get(entry.id)
+        if row is None:  # Deleted between the two reads.
+            continue
+        item = decrypt_memory(row, cipher, score=round(entry.score, 6))
+        item.extra.update(
+            cosine=round(entry.cosine, 6),
+            lexical=round(entry.lexical, 6),
+            freshness=round(entry.freshness, 6),
+        )
+        items.append(item)
+    return items
+
+
+def check_query(query: str) -> str:
+    """Validate a search query: text with at least one word, within the size cap."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError("query must not be empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+    if "\x00" in query:
+        raise InvalidInputError("query must not contain NUL characters")
+    return query.strip()
+
+
+def search_memories(
+    *,
+    user: User,
+    mode: Mode,
+    query: str,
+    actor: Actor,
+    embedder: Embedder,
+    k: int = 10,
+    kinds: Sequence[str] = (),
+    since: datetime | None = None,
+    until: datetime | None = None,
+    topics: Sequence[str] = (),
+    record_access: bool = True,
+) -> list[MemoryItem]:
+    """Return the k memories that best answer the query, best first, each with its score.
+
+    Raises InvalidInputError on an empty or oversized query, k outside 1..100 or a bad filter.
+    """
+    query = check_query(query)
+    if not 1 <= k <= MAX_K:
+        raise InvalidInputError(f"k must be between 1 and {MAX_K}")
+    recall_filter = RecallFilter(kinds=tuple(kinds), since=since, until=until, topics=tuple(topics))
+    check_filter(recall_filter)
+    query_vector = embedder.embed([query])[0]
+    cipher = cipher_for(user)
+    ranked = rank_memories(
+        user=user,
+        mode=mode,
+        query=query,
+        query_vector=query_vector,
+        cipher=cipher,
+        k=k,
+        recall_filter=recall_filter,
+    )
+    items = load_ranked(user=user, mode=mode, ranked=ranked, cipher=cipher)
+    ids = [item.id for item in items]
+    audit.record_access(
+        actor=actor, subject_user_id=user.pk, action="memory.search", object_ids=ids, mode=mode.slug
+    )
+    if record_access:
+        record_memory_access(ids)
+    return items

@@ -1,0 +1,224 @@
+"""Forget for good: selected memories, messages, working memory and history, with what they fed.
+
+Nothing here is a soft delete: rows go. A forget follows the provenance links
+(`Memory.source_messages`, `Memory.derived_from`, `Memory.session`) so that a fact, summary,
+open item or theme built from a forgotten item goes too, unless surviving evidence still
+supports it. Themes and compaction summaries are rewritten without the forgotten items, and
+their old versions are dropped, so nothing forgotten comes back through a summary.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
+from memoryhub.models import (
+    ActorType,
+    AgentBlock,
+    ApiKey,
+    JournalEntry,
+    Memory,
+    MemoryKind,
+    MemoryStatus,
+    MemoryVersion,
+    Message,
+    Mode,
+    Session,
+    User,
+)
+from memoryhub.services.audit import record_access, subject_pseudonym
+from memoryhub.services.forget_cascade import cascade, regenerate, restore, weaken
+from memoryhub.services.forget_selection import ForgetPlan, ForgetSelector, plan_forget
+
+__all__ = [
+    "DeletionReceipt",
+    "ForgetSelector",
+    "delete_account",
+    "forget",
+]
+
+# Apps that keep data derived from memories (review candidates, graph nodes) expose a purge
+# function here: `fn(*, user, mode, memory_ids, message_ids) -> Mapping[str, int]` (counts
+# by kind; mode is None for account deletion). A module that does not exist yet is skipped;
+# one that exists is always called, inside the forget's transaction.
+DERIVED_DATA_PURGERS: tuple[str, ...] = (
+    "review.services.forget_user_data",
+    "memoryhub.services.graph.forget_user_data",
+)
+
+
+@dataclass(frozen=True)
+class DeletionReceipt:
+    """What a forget removed: counts by kind ("fact", "message", "version", …) and when."""
+
+    counts: dict[str, int]
+    deleted_at: datetime
+    memory_ids: tuple[UUID, ...]
+    # Themes and compactions rewritten without the forgotten items (not deleted).
+    regenerated_ids: tuple[UUID, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _purgers() -> list[Callable[..., Mapping[str, int]]]:
+    found = []
+    for dotted in DERIVED_DATA_PURGERS:
+        module_name, _, name = dotted.rpartition(".")
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            continue
+        function = getattr(importlib.import_module(module_name), name, None)
+        if callable(function):
+            found.append(function)
+    return found
+
+
+def _purge_derived_data(
+    *, user: User, mode: Mode | None, memory_ids: Iterable[UUID], message_ids: Iterable[UUID]
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for purge in _purgers():
+        result = purge(
+            user=user, mode=mode, memory_ids=tuple(memory_ids), message_ids=tuple(message_ids)
+        )
+        for kind, count in (result or {}).items():
+            _add(counts, kind, count)
+    return counts
+
+
+def _add(counts: dict[str, int], kind: str, count: int) -> None:
+    if count:
+        counts[kind] = counts.get(kind, 0) + count
+
+
+def forget(
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    actor: Actor,
+    embedder: Embedder | None = None,
+) -> DeletionReceipt:
+    """Delete for good what the selector picks in this mode, and what was derived from it.
+
+    Raises InvalidInputError for an empty or malformed selector.
+    """
+    cipher = cipher_for(user)
+    # Rewritten summaries and undone edits need fresh embeddings even without a query.
+    embedder = embedder or default_embedder()
+    with transaction.atomic():
+        plan = plan_forget(
+            user=user, mode=mode, selector=selector, cipher=cipher, embedder=embedder
+        )
+        cascade(user=user, mode=mode, plan=plan, cipher=cipher)
+        receipt = _apply(user=user, mode=mode, plan=plan, cipher=cipher, embedder=embedder)
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="memory.forget",
+            object_ids=[*receipt.memory_ids, *sorted(plan.message_ids)],
+            mode=mode.slug,
+        )
+    return receipt
+
+
+def _apply(
+    *, user: User, mode: Mode, plan: ForgetPlan, cipher: UserCipher, embedder: Embedder
+) -> DeletionReceipt:
+    counts: dict[str, int] = {}
+    scoped = Memory.objects.for_owner(user=user, mode=mode)
+    for kind in scoped.filter(pk__in=plan.memory_ids).values_list("kind", flat=True):
+        _add(counts, kind, 1)
+    purged = _purge_derived_data(
+        user=user, mode=mode, memory_ids=plan.memory_ids, message_ids=plan.message_ids
+    )
+    for kind, count in purged.items():
+        _add(counts, kind, count)
+    # Versions of deleted memories go with them (ON DELETE CASCADE); count them as versions.
+    versions = MemoryVersion.objects.filter(
+        Q(memory_id__in=plan.memory_ids) | Q(pk__in=plan.version_ids)
+    )
+    _add(counts, "version", versions.count())
+    for memory_id, version in plan.restores.items():
+        restore(scoped.get(pk=memory_id), version, cipher, embedder)
+    MemoryVersion.objects.filter(pk__in=plan.version_ids).delete()
+    # Messages a deleted compaction stood for return to the thread as they were.
+    surviving_summaries = scoped.filter(kind=MemoryKind.SESSION_SUMMARY).exclude(
+        pk__in=plan.memory_ids
+    )
+    Message.objects.filter(
+        derived_memories__in=scoped.filter(pk__in=plan.memory_ids, kind=MemoryKind.SESSION_SUMMARY),
+        is_compacted=True,
+    ).exclude(pk__in=plan.message_ids).exclude(derived_memories__in=surviving_summaries).update(
+        is_compacted=False
+    )
+    scoped.filter(pk__in=plan.reactivate_ids).update(status=MemoryStatus.ACTIVE)
+    scoped.filter(pk__in=plan.memory_ids).delete()
+    _, deleted = Message.objects.filter(pk__in=plan.message_ids).delete()
+    _add(counts, "message", deleted.get(Message._meta.label, 0))
+    cleared = Session.objects.filter(pk__in=plan.working_memory_session_ids).update(
+        working_memory_ciphertext=None,
+        working_memory_updated_at=None,
+        working_memory_expires_at=None,
+    )
+    _add(counts, "working_memory", cleared)
+    # An ended session with no message left is an empty shell that still says "you talked".
+    _, deleted = Session.objects.filter(pk__in=plan.session_ids, messages__isnull=True).delete()
+    _add(counts, "session", deleted.get(Session._meta.label, 0))
+    _add(counts, "journal", JournalEntry.objects.filter(pk__in=plan.journal_ids).delete()[0])
+    for memory in scoped.filter(pk__in=plan.regenerate_ids):
+        regenerate(memory, cipher=cipher, embedder=embedder)
+    for survivor in scoped.filter(pk__in=plan.evidence_lost):
+        weaken(survivor, lost=plan.evidence_lost[survivor.pk], plan=plan, cipher=cipher)
+    return DeletionReceipt(
+        counts=counts,
+        deleted_at=timezone.now(),
+        memory_ids=tuple(sorted(plan.memory_ids)),
+        regenerated_ids=tuple(sorted(plan.regenerate_ids)),
+    )
+
+
+def delete_account(*, user: User, actor: Actor) -> None:
+    """Erase a user: destroy the data key first (crypto-shred), then every row of theirs.
+
+    Call it outside any open transaction: the key must be gone for good even if deleting
+    the rows fails halfway.
+    """
+    user_id = user.pk
+    with transaction.atomic():
+        destroy_user_key(user)
+    with transaction.atomic():
+        memories = Memory.objects.for_owner(user=user, mode=None)
+        _purge_derived_data(
+            user=user,
+            mode=None,
+            memory_ids=memories.values_list("pk", flat=True),
+            message_ids=Message.objects.filter(session__user=user).values_list("pk", flat=True),
+        )
+        memories.delete()
+        Session.objects.filter(user=user).delete()
+        JournalEntry.objects.filter(user=user).delete()
+        ApiKey.objects.filter(user=user).delete()
+        AgentBlock.objects.filter(user=user).delete()
+        Mode.objects.filter(user=user).delete()
+        user.delete()
+        # The user may be the actor: log them under the same pseudonym as the subject.
+        if actor.actor_type == ActorType.USER and actor.actor_id == str(user_id):
+            actor = replace(actor, actor_id=subject_pseudonym(user_id))
+        record_access(actor=actor, subject_user_id=user_id, action="account.delete")

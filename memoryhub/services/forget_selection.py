@@ -1,0 +1,350 @@
+"""Choose what a forget removes: memories, messages, working memory, journal notes, history."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Q
+from pgvector.django import CosineDistance
+
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import InvalidInputError
+from memoryhub.keyring import UserCipher, tokenize
+from memoryhub.models import (
+    JournalEntry,
+    Memory,
+    MemoryKind,
+    MemoryVersion,
+    Message,
+    Mode,
+    Session,
+    User,
+)
+from memoryhub.queries.journal import JOURNAL_TABLE
+from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE
+from memoryhub.services.ingest import MESSAGE_TABLE
+from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
+from memoryhub.services.summaries import COMMON_WORDS, COMPACTION_GENERATOR, THEME_GENERATOR
+
+# Cosine similarity above which a memory or message counts as "about" a forget query.
+QUERY_MIN_SIMILARITY = 0.5
+
+
+@dataclass(frozen=True)
+class ForgetSelector:
+    """What to forget; the criteria combine with AND (ids within a period, topic in a period)."""
+
+    memory_ids: Sequence[UUID | str] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    topic: str | None = None
+    query: str | None = None
+
+
+@dataclass
+class ForgetPlan:
+    """Rows chosen for deletion, grown by the provenance cascade."""
+
+    memory_ids: set[UUID] = field(default_factory=set)
+    message_ids: set[UUID] = field(default_factory=set)
+    working_memory_session_ids: set[UUID] = field(default_factory=set)
+    journal_ids: set[UUID] = field(default_factory=set)
+    # Ended sessions that started in the period: deleted once none of their messages is left.
+    session_ids: set[UUID] = field(default_factory=set)
+    version_ids: set[UUID] = field(default_factory=set)
+    # Memories edited inside the period: restored to their content from before the period.
+    restores: dict[UUID, MemoryVersion] = field(default_factory=dict)
+    regenerate_ids: set[UUID] = field(default_factory=set)
+    # Episodes a deleted theme had folded away: they come back so no fact is lost.
+    reactivate_ids: set[UUID] = field(default_factory=set)
+    evidence_lost: dict[UUID, int] = field(default_factory=dict)
+
+
+def check_selector(selector: ForgetSelector) -> tuple[UUID, ...]:
+    """Return the selector's memory ids as UUIDs; raise InvalidInputError if it is malformed."""
+    try:
+        ids = tuple(UUID(str(memory_id)) for memory_id in selector.memory_ids)
+    except ValueError:
+        raise InvalidInputError("memory_ids must be UUIDs") from None
+    for name in ("since", "until"):
+        moment = getattr(selector, name)
+        if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
+            raise InvalidInputError(f"{name} must be a timezone-aware datetime")
+    if selector.since and selector.until and selector.since >= selector.until:
+        raise InvalidInputError("since must be before until")
+    for name in ("topic", "query"):
+        value = getattr(selector, name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidInputError(f"{name} must not be empty")
+    if not (ids or selector.since or selector.until or selector.topic or selector.query):
+        raise InvalidInputError("say what to forget: memory ids, a period, a topic or a query")
+    return ids
+
+
+def _topic_words(topic: str) -> set[str]:
+    words = set(tokenize(topic))
+    # Function words ("my", "the", "de") would make every text match a topic.
+    meaningful = {w for w in words if w not in COMMON_WORDS}
+    return meaningful or words
+
+
+def _mentions(text: str, words: set[str]) -> bool:
+    return words <= set(tokenize(text))
+
+
+def _payload_mentions(payload: Mapping[str, Any], words: set[str]) -> bool:
+    values: list[str] = []
+    for key in ("topic", "topics", "tags", "theme"):
+        value = payload.get(key)
+        if isinstance(value, str):
+            values.append(value)
+        elif isinstance(value, list):
+            values.extend(str(v) for v in value)
+    return any(_mentions(value, words) for value in values)
+
+
+def _in_window(column: str, selector: ForgetSelector) -> Q:
+    window = Q()
+    if selector.since is not None:
+        window &= Q(**{f"{column}__gte": selector.since})
+    if selector.until is not None:
+        window &= Q(**{f"{column}__lt": selector.until})
+    return window
+
+
+def _select_memories(
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    ids: tuple[UUID, ...],
+    cipher: UserCipher,
+    query_vector: list[float] | None,
+) -> set[UUID]:
+    memories = Memory.objects.for_owner(user=user, mode=mode).filter(
+        _in_window("created_at", selector)
+    )
+    if ids:
+        memories = memories.filter(pk__in=ids)
+    if query_vector is not None:
+        memories = memories.annotate(distance=CosineDistance("embedding", query_vector)).filter(
+            distance__lt=1 - QUERY_MIN_SIMILARITY
+        )
+    if not selector.topic:
+        chosen = set(memories.values_list("pk", flat=True))
+        return chosen if query_vector is None else _drop_generated(chosen, memories, cipher)
+    words = _topic_words(selector.topic)
+    # The blind index answers "are all these words in the content" without decrypting it.
+    blind = [cipher.blind_tokens(word)[0] for word in sorted(words)]
+    chosen = set(memories.filter(blind_tokens__contains=blind).values_list("pk", flat=True))
+    for row in memories.exclude(pk__in=chosen).exclude(payload_ciphertext=None):
+        payload = cipher.decrypt_json(
+            row.payload_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="payload"
+        )
+        if _payload_mentions(payload, words):
+            chosen.add(row.pk)
+    return _drop_generated(chosen, memories, cipher)
+
+
+def _drop_generated(chosen: set[UUID], memories: Any, cipher: UserCipher) -> set[UUID]:
+    """Leave themes and compactions to the cascade: it rewrites them without the match.
+
+    A theme quotes many episodes; deleting it because one of them mentions the topic would
+    also drop what the others said.
+    """
+    summaries = memories.filter(
+        pk__in=chosen, kind__in=[MemoryKind.THEME, MemoryKind.SESSION_SUMMARY]
+    )
+    return chosen - {
+        row.pk
+        for row in summaries
+        if is_generated(row, cipher, THEME_GENERATOR)
+        or is_generated(row, cipher, COMPACTION_GENERATOR)
+    }
+
+
+def _select_messages(
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    cipher: UserCipher,
+    query_vector: list[float] | None,
+) -> set[UUID]:
+    messages = Message.objects.filter(session__user=user, session__mode=mode).filter(
+        _in_window("created_at", selector)
+    )
+    if query_vector is not None:
+        messages = messages.annotate(distance=CosineDistance("embedding", query_vector)).filter(
+            distance__lt=1 - QUERY_MIN_SIMILARITY
+        )
+    if not selector.topic:
+        return set(messages.values_list("pk", flat=True))
+    words = _topic_words(selector.topic)
+    return {
+        message.pk
+        for message in messages.only("pk", "content_ciphertext")
+        if _mentions(
+            cipher.decrypt(
+                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
+            ),
+            words,
+        )
+    }
+
+
+def _select_working_memory(
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    cipher: UserCipher,
+    embedder: Embedder | None,
+) -> set[UUID]:
+    sessions = (
+        Session.objects.for_owner(user=user, mode=mode)
+        .exclude(working_memory_ciphertext=None)
+        .filter(_in_window("working_memory_updated_at", selector))
+    )
+    if not (selector.topic or selector.query):
+        return set(sessions.values_list("pk", flat=True))
+    texts = {
+        session.pk: cipher.decrypt(
+            session.working_memory_ciphertext,  # type: ignore[arg-type]  # Non-null: excluded above.
+            table=SESSION_TABLE,
+            row_id=session.pk,
+            field=WORKING_MEMORY_FIELD,
+        )
+        for session in sessions
+    }
+    chosen = set(texts)
+    if selector.topic:
+        words = _topic_words(selector.topic)
+        chosen = {pk for pk in chosen if _mentions(texts[pk], words)}
+    if selector.query and embedder is not None and chosen:
+        ordered = sorted(chosen)
+        vectors = embedder.embed([selector.query, *(texts[pk] for pk in ordered)])
+        chosen = {
+            pk
+            for pk, vector in zip(ordered, vectors[1:], strict=True)
+            if _similarity(vectors[0], vector) >= QUERY_MIN_SIMILARITY
+        }
+    return chosen
+
+
+def _similarity(a: Sequence[float], b: Sequence[float]) -> float:
+    # Embedder vectors are unit length: the dot product is the cosine similarity.
+    return float(sum(x * y for x, y in zip(a, b, strict=True)))
+
+
+def _select_journal(
+    *, user: User, mode: Mode, selector: ForgetSelector, cipher: UserCipher
+) -> set[UUID]:
+    """The agent's journal notes about the user (what it surfaced) in the period or topic."""
+    entries = JournalEntry.objects.filter(user=user, mode=mode).filter(
+        _in_window("created_at", selector)
+    )
+    if not selector.topic:
+        # Journal notes have no embedding: a query alone leaves them alone.
+        return set() if selector.query else set(entries.values_list("pk", flat=True))
+    words = _topic_words(selector.topic)
+    return {
+        entry.pk
+        for entry in entries
+        if _mentions(
+            cipher.decrypt(
+                entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
+            ),
+            words,
+        )
+    }
+
+
+def _select_history(
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    plan: ForgetPlan,
+    cipher: UserCipher,
+    embedder: Embedder | None,
+) -> None:
+    """Versions that hold forgotten content, and edits made inside the period to undo."""
+    versions = MemoryVersion.objects.filter(memory__user=user, memory__mode=mode).exclude(
+        memory_id__in=plan.memory_ids
+    )
+    if selector.since or selector.until:
+        # An edit inside the period is forgotten by restoring the content from before it:
+        # the oldest version written inside the period holds exactly that content.
+        for version in versions.filter(_in_window("created_at", selector)).order_by("-created_at"):
+            plan.version_ids.add(version.pk)
+            plan.restores[version.memory_id] = version
+    if not (selector.topic or selector.query):
+        return
+    candidates = list(versions.exclude(pk__in=plan.version_ids))
+    texts = [
+        cipher.decrypt(v.content_ciphertext, table=VERSION_TABLE, row_id=v.pk, field="content")
+        for v in candidates
+    ]
+    keep = [True] * len(candidates)
+    if selector.topic:
+        words = _topic_words(selector.topic)
+        keep = [k and _mentions(text, words) for k, text in zip(keep, texts, strict=True)]
+    if selector.query and embedder is not None and candidates:
+        vectors = embedder.embed([selector.query, *texts])
+        keep = [
+            k and _similarity(vectors[0], vector) >= QUERY_MIN_SIMILARITY
+            for k, vector in zip(keep, vectors[1:], strict=True)
+        ]
+    plan.version_ids.update(v.pk for v, k in zip(candidates, keep, strict=True) if k)
+
+
+def is_generated(memory: Memory, cipher: UserCipher, generator: str) -> bool:
+    payload = cipher.decrypt_json(
+        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
+    )
+    return isinstance(payload, dict) and payload.get("generated_by") == generator
+
+
+def plan_forget(
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    cipher: UserCipher,
+    embedder: Embedder,
+) -> ForgetPlan:
+    """Pick the rows the selector names (before the provenance cascade adds their dependants).
+
+    Raises InvalidInputError for an empty or malformed selector.
+    """
+    ids = check_selector(selector)
+    query_vector = embedder.embed([selector.query])[0] if selector.query else None
+    plan = ForgetPlan()
+    plan.memory_ids = _select_memories(
+        user=user, mode=mode, selector=selector, ids=ids, cipher=cipher, query_vector=query_vector
+    )
+    if ids:
+        # Explicit ids name memories only; periods, topics and queries reach everything.
+        return plan
+    plan.message_ids = _select_messages(
+        user=user, mode=mode, selector=selector, cipher=cipher, query_vector=query_vector
+    )
+    plan.working_memory_session_ids = _select_working_memory(
+        user=user, mode=mode, selector=selector, cipher=cipher, embedder=embedder
+    )
+    if selector.since or selector.until:
+        plan.session_ids = set(
+            Session.objects.for_owner(user=user, mode=mode)
+            .filter(_in_window("started_at", selector), ended_at__isnull=False)
+            .values_list("pk", flat=True)
+        )
+    plan.journal_ids = _select_journal(user=user, mode=mode, selector=selector, cipher=cipher)
+    _select_history(
+        user=user, mode=mode, selector=selector, plan=plan, cipher=cipher, embedder=embedder
+    )
+    return plan

@@ -1,0 +1,317 @@
+"""Turn an ended session into memories: choose the extractor, run it once, ground, store.
+
+`run_extraction` is the end-of-session job (a Celery task calls it). Storing the grounded
+items is `services.evidence.store_items`, shared with real-time corrections in
+`services.sessions.add_message`; `cite_messages` is re-exported from there for other writers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+from uuid import UUID
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import (
+    ConflictError,
+    ContentTooLargeError,
+    InvalidInputError,
+    MemoryPausedError,
+    NotFoundError,
+)
+from memoryhub.extraction import (
+    ExtractionError,
+    ExtractionResult,
+    Extractor,
+    Transcript,
+    TranscriptMessage,
+    split_grounded,
+)
+from memoryhub.extraction.anthropic import AnthropicExtractor
+from memoryhub.extraction.offline import OfflineExtractor
+from memoryhub.injection import looks_like_instructions
+from memoryhub.keyring import cipher_for
+from memoryhub.models import (
+    Confidence,
+    ExtractionRun,
+    MemoryKind,
+    MemorySource,
+    Message,
+    Session,
+    Workspace,
+)
+from memoryhub.personal_data import tag_personal_data
+from memoryhub.services.audit import record_access
+from memoryhub.services.evidence import cite_messages as cite_messages
+from memoryhub.services.evidence import store_items
+from memoryhub.services.memories import NewMemory, build_memory, check_content
+
+logger = logging.getLogger(__name__)
+
+# Must match every reader of message rows (recall, forget): the ciphertext binding.
+MESSAGE_TABLE = "message"
+
+
+@dataclass(frozen=True)
+class ExtractorChoice:
+    extractor: Extractor
+    fell_back_to_offline: bool = False
+    note: str = ""
+
+
+def extraction_key(session_id: UUID | str) -> str:
+    """The idempotency key of a session's extraction: one successful run per session."""
+    return f"session-extraction:{session_id}"
+
+
+def load_transcript(session: Session) -> Transcript:
+    """Decrypt a session's messages, in order, into the extractors' transcript type."""
+    cipher = cipher_for(session.user_id)
+    messages = tuple(
+        TranscriptMessage(
+            id=str(message.pk),
+            role="user" if message.role == Message.Role.USER else "assistant",
+            content=cipher.decrypt(
+                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
+            ),
+            created_at=message.created_at,
+        )
+        for message in session.messages.order_by("seq")
+    )
+    return Transcript(
+        session_id=str(session.pk),
+        messages=messages,
+        user_display_name=session.user.display_name or None,
+    )
+
+
+def tokens_used_today(workspace: Workspace) -> int:
+    """LLM tokens the workspace's extraction runs spent since midnight (UTC)."""
+    midnight = datetime.combine(timezone.now().date(), time.min, tzinfo=UTC)
+    used = ExtractionRun.objects.filter(
+        session__user__workspace=workspace, started_at__gte=midnight
+    ).aggregate(
+        total=Coalesce(
+            Sum(
+                F("input_tokens")
+                + F("output_tokens")
+                + F("cache_read_tokens")
+                + F("cache_creation_tokens")
+            ),
+            0,
+        )
+    )
+    return int(used["total"])
+
+
+def choose_extractor(workspace: Workspace) -> ExtractorChoice:
+    """Claude when a key is configured and the workspace's daily budget is not spent; else offline."""
+    if not settings.ANTHROPIC_API_KEY:
+        return ExtractorChoice(OfflineExtractor())
+    used = tokens_used_today(workspace)
+    if used >= workspace.llm_daily_token_budget:
+        # Visible to admins on the run (fell_back_to_offline + note) and in the logs.
+        logger.warning(
+            "workspace %s: daily LLM token budget spent, extracting offline", workspace.pk
+        )
+        return ExtractorChoice(
+            OfflineExtractor(),
+            fell_back_to_offline=True,
+            note=(
+                f"daily LLM token budget exhausted ({used} of "
+                f"{workspace.llm_daily_token_budget} tokens): used the offline extractor"
+            ),
+        )
+    return ExtractorChoice(
+        AnthropicExtractor(
+            api_key=settings.ANTHROPIC_API_KEY,
+            model=settings.MEMORYHUB_EXTRACTION_MODEL,
+            base_url=settings.ANTHROPIC_BASE_URL,
+            timeout=float(settings.MEMORYHUB_LLM_TIMEOUT_SECONDS),
+            max_retries=settings.MEMORYHUB_LLM_MAX_RETRIES,
+        )
+    )
+
+
+def run_extraction(
+    *,
+    session_id: UUID | str,
+    embedder: Embedder,
+    extractor: Extractor | None = None,
+    actor: Actor | None = None,
+) -> ExtractionRun | None:
+    """Extract an ended session into memories, exactly once; None when it must not be extracted.
+
+    Raises NotFoundError (no such session), ConflictError (still open) and ExtractionError
+    (the extractor failed: the run is marked failed, nothing was written, retry it).
+    """
+    actor = actor or Actor.system("extraction")
+    session_row = (
+        Session.objects.select_related("user", "user__workspace", "mode")
+        .filter(pk=session_id)
+        .first()
+    )
+    if session_row is None:
+        raise NotFoundError("session not found")
+    if session_row.is_incognito or session_row.user.is_memory_paused:
+        # Incognito sessions and paused users write nothing, not even a run record.
+        _set_session_status(session_row, Session.ExtractionStatus.SKIPPED)
+        return None
+    if session_row.is_open:
+        raise ConflictError("the session is still open: end it before extracting")
+    run, _ = ExtractionRun.objects.get_or_create(
+        idempotency_key=extraction_key(session_row.pk),
+        defaults={"session": session_row, "extractor": "pending"},
+    )
+    if run.status == ExtractionRun.Status.DONE:
+        return run
+    choice = (
+        ExtractorChoice(extractor)
+        if extractor is not None
+        else choose_extractor(session_row.user.workspace)
+    )
+    _start_run(run, session_row, choice)
+    try:
+        transcript = load_transcript(session_row)
+        result = choice.extractor.extract(transcript)
+        return _finish_run(run, session_row, transcript, result, embedder, actor)
+    except MemoryPausedError:
+        # Paused while the extractor ran: the writes were refused; keep nothing, do not retry.
+        _fail_run(run, session_row, "the user paused memory")
+        _set_session_status(session_row, Session.ExtractionStatus.SKIPPED)
+        return None
+    except Exception as error:
+        # ExtractionError messages never hold transcript text; others are reduced to their type.
+        reason = str(error) if isinstance(error, ExtractionError) else type(error).__name__
+        _fail_run(run, session_row, reason)
+        raise
+
+
+def _set_session_status(session: Session, status: str) -> None:
+    session.extraction_status = status
+    session.save(update_fields=["extraction_status"])
+
+
+def _start_run(run: ExtractionRun, session: Session, choice: ExtractorChoice) -> None:
+    run.status = ExtractionRun.Status.RUNNING
+    run.extractor = choice.extractor.name[:32]
+    run.fell_back_to_offline = choice.fell_back_to_offline
+    run.error = choice.note
+    run.started_at = timezone.now()
+    run.finished_at = None
+    run.save(
+        update_fields=[
+            "status",
+            "extractor",
+            "fell_back_to_offline",
+            "error",
+            "started_at",
+            "finished_at",
+        ]
+    )
+    _set_session_status(session, Session.ExtractionStatus.RUNNING)
+
+
+def _fail_run(run: ExtractionRun, session: Session, reason: str) -> None:
+    ExtractionRun.objects.filter(pk=run.pk).exclude(status=ExtractionRun.Status.DONE).update(
+        status=ExtractionRun.Status.FAILED, error=reason[:1000], finished_at=timezone.now()
+    )
+    Session.objects.filter(pk=session.pk).exclude(
+        extraction_status=Session.ExtractionStatus.DONE
+    ).update(extraction_status=Session.ExtractionStatus.FAILED)
+
+
+def _finish_run(
+    run: ExtractionRun,
+    session: Session,
+    transcript: Transcript,
+    result: ExtractionResult,
+    embedder: Embedder,
+    actor: Actor,
+) -> ExtractionRun:
+    grounded, rejected = split_grounded(result, transcript)
+    with transaction.atomic():
+        # The lock serialises concurrent runs of one session (a redelivered task beside a slow
+        # original): whoever commits first wins, the other sees DONE and writes nothing.
+        locked = ExtractionRun.objects.select_for_update().get(pk=run.pk)
+        if locked.status == ExtractionRun.Status.DONE:
+            return locked
+        # The user may have paused memory while the extractor ran; store_items checks this.
+        session.user.refresh_from_db(fields=["is_memory_paused"])
+        report = store_items(
+            session=session,
+            items=grounded.items,
+            transcript=transcript,
+            embedder=embedder,
+            actor=actor,
+            extractor_name=result.extractor,
+        )
+        summary_id = _store_summary(session, grounded, embedder)
+        locked.status = ExtractionRun.Status.DONE
+        locked.extractor = (
+            f"{result.extractor}:{result.model}" if result.model else result.extractor
+        )[:32]
+        locked.input_tokens = result.usage.input_tokens
+        locked.output_tokens = result.usage.output_tokens
+        locked.cache_read_tokens = result.usage.cache_read_tokens
+        locked.cache_creation_tokens = result.usage.cache_creation_tokens
+        locked.items_written = report.written + (1 if summary_id else 0)
+        locked.items_rejected = len(rejected) + report.rejected
+        locked.finished_at = timezone.now()
+        locked.save()
+        _set_session_status(session, Session.ExtractionStatus.DONE)
+        if summary_id is not None:
+            record_access(
+                actor=actor,
+                subject_user_id=session.user_id,
+                action="memory.create",
+                object_ids=[summary_id],
+                mode=session.mode.slug,
+            )
+    return locked
+
+
+def _store_summary(session: Session, result: ExtractionResult, embedder: Embedder) -> UUID | None:
+    summary = result.summary
+    if summary is None or not summary.text.strip():
+        return None
+    try:
+        text = check_content(summary.text)
+    except (InvalidInputError, ContentTooLargeError):
+        return None
+    cipher = cipher_for(session.user_id)
+    item = NewMemory(
+        kind=MemoryKind.SESSION_SUMMARY,
+        content=text,
+        source=MemorySource.EXTRACTED,
+        confidence=Confidence.MEDIUM,
+        payload={
+            "topic": summary.topic,
+            "message_ids": list(summary.quote_message_ids),
+            "extractor": result.extractor,
+        },
+        occurred_at=session.ended_at or session.last_activity_at,
+        personal_data=tuple(sorted(str(category) for category in tag_personal_data(text))),
+        is_flagged=looks_like_instructions(text),
+    )
+    row = build_memory(
+        item,
+        user=session.user,
+        mode=session.mode,
+        cipher=cipher,
+        embedding=embedder.embed([text])[0],
+        session_id=session.pk,
+        agent_id=session.agent_id,
+    )
+    row.save()
+    if summary.quote_message_ids:
+        cite_messages(row, summary.quote_message_ids)
+    return row.pk

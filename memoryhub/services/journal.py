@@ -1,0 +1,102 @@
+"""Write the agent's journal: what it surfaced to a user (alerts, recommendations, actions)."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid4
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.errors import InvalidInputError, NotFoundError
+from memoryhub.keyring import cipher_for
+from memoryhub.models import Agent, JournalEntry, Mode, User
+from memoryhub.queries.journal import JOURNAL_TABLE
+from memoryhub.services.audit import record_access
+from memoryhub.services.memories import check_content, check_writable
+
+
+def add_journal_entry(
+    *,
+    agent: Agent,
+    user: User,
+    mode: Mode,
+    entry_type: str,
+    summary: str,
+    key: str = "",
+    actor: Actor,
+) -> tuple[JournalEntry, bool]:
+    """Record what the agent surfaced; return (entry, created).
+
+    An unresolved entry with the same non-empty key is returned as is (created=False), so an
+    agent that retries or re-checks never writes the same thing twice.
+    Raises InvalidInputError, ContentTooLargeError and MemoryPausedError.
+    """
+    check_writable(user, actor)
+    if entry_type not in JournalEntry.EntryType.values:
+        raise InvalidInputError("type must be one of: " + ", ".join(JournalEntry.EntryType.values))
+    summary = check_content(summary, field="summary")
+    key = key.strip()[:200]
+    with transaction.atomic():
+        if key:
+            existing = (
+                JournalEntry.objects.select_for_update()
+                .filter(agent=agent, user=user, mode=mode, key=key, resolved_at__isnull=True)
+                .order_by("-created_at")
+                .first()
+            )
+            if existing is not None:
+                record_access(
+                    actor=actor,
+                    subject_user_id=user.pk,
+                    action="journal.read",
+                    object_ids=[existing.pk],
+                    mode=mode.slug,
+                )
+                return existing, False
+        entry_id = uuid4()
+        # Security invariant: the summary is about the user, so it is encrypted with their key.
+        entry = JournalEntry.objects.create(
+            id=entry_id,
+            agent=agent,
+            user=user,
+            mode=mode,
+            entry_type=entry_type,
+            summary_ciphertext=cipher_for(user).encrypt(
+                summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
+            ),
+            key=key,
+        )
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="journal.create",
+            object_ids=[entry.pk],
+            mode=mode.slug,
+        )
+    return entry, True
+
+
+def resolve_journal_entry(
+    *, agent: Agent, user: User, mode: Mode, entry_id: UUID | str, actor: Actor
+) -> JournalEntry:
+    """Mark an entry resolved (idempotent); another agent's, user's or mode's entry is NotFound."""
+    with transaction.atomic():
+        entry = (
+            JournalEntry.objects.select_for_update()
+            .filter(pk=entry_id, agent=agent, user=user, mode=mode)
+            .first()
+        )
+        if entry is None:
+            raise NotFoundError("journal entry not found")
+        if entry.resolved_at is None:
+            entry.resolved_at = timezone.now()
+            entry.save(update_fields=["resolved_at"])
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="journal.resolve",
+            object_ids=[entry.pk],
+            mode=mode.slug,
+        )
+    return entry

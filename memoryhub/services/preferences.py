@@ -1,0 +1,72 @@
+"""The user's own memory settings: pause memory, retention, and which agents may reach them."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.db import transaction
+
+from memoryhub.actors import Actor
+from memoryhub.errors import InvalidInputError
+from memoryhub.models import Agent, AgentBlock, User
+from memoryhub.services.audit import record_access
+
+# Ten years: beyond this a retention limit is "keep", and a typo of extra zeros is refused.
+MAX_RETENTION_DAYS = 3650
+
+
+def set_memory_paused(*, user: User, is_paused: bool, actor: Actor) -> User:
+    """Pause or resume memory: while paused, agents and the system cannot write anything new."""
+    with transaction.atomic():
+        user.is_memory_paused = is_paused
+        user.save(update_fields=["is_memory_paused"])
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="memory.pause" if is_paused else "memory.resume",
+        )
+    return user
+
+
+def set_retention(*, user: User, retention_days: int | None, actor: Actor) -> User:
+    """Auto-delete memories older than `retention_days` (None: keep until the user deletes)."""
+    if retention_days is not None and not 1 <= retention_days <= MAX_RETENTION_DAYS:
+        raise InvalidInputError(f"retention must be between 1 and {MAX_RETENTION_DAYS} days")
+    with transaction.atomic():
+        user.retention_days = retention_days
+        user.save(update_fields=["retention_days"])
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="settings.retention",
+            object_ids=[retention_days or "keep"],
+        )
+    return user
+
+
+def _agent_of_workspace(user: User, agent_id: UUID) -> Agent:
+    agent = Agent.objects.filter(pk=agent_id, workspace_id=user.workspace_id).first()
+    if agent is None:
+        raise InvalidInputError("no such agent in your workspace")
+    return agent
+
+
+def block_agent(*, user: User, agent: Agent, actor: Actor) -> AgentBlock:
+    """Stop this agent from reading or writing anything of the user (the API refuses it)."""
+    agent = _agent_of_workspace(user, agent.pk)
+    with transaction.atomic():
+        block, _ = AgentBlock.objects.get_or_create(user=user, agent=agent)
+        record_access(
+            actor=actor, subject_user_id=user.pk, action="agent.block", object_ids=[agent.pk]
+        )
+    return block
+
+
+def unblock_agent(*, user: User, agent: Agent, actor: Actor) -> int:
+    """Let a blocked agent reach the user's memory again; return how many blocks were lifted."""
+    with transaction.atomic():
+        deleted, _ = AgentBlock.objects.filter(user=user, agent=agent).delete()
+        record_access(
+            actor=actor, subject_user_id=user.pk, action="agent.unblock", object_ids=[agent.pk]
+        )
+    return deleted

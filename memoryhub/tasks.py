@@ -1,0 +1,208 @@
+"""Celery entry points of the memory domain: thin adapters that load ids and call one service."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+
+from memoryhub.embeddings import default_embedder
+from memoryhub.errors import NotFoundError
+from memoryhub.extraction import ExtractionError
+from memoryhub.services import (
+    compaction,
+    consolidate,
+    decay,
+    deletion_requests,
+    graph,
+    ingest,
+    retention,
+    sessions,
+)
+
+logger = logging.getLogger(__name__)
+
+# Only failures a later attempt can fix: the LLM or the database being briefly unavailable.
+# Malformed LLM output is an ExtractionError too: the model may well answer properly next time.
+TRANSIENT_ERRORS = (ExtractionError, OperationalError, InterfaceError)
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.extract_session",
+    acks_late=True,
+    # A worker killed mid-task (OOM, deploy) leaves the message unacknowledged: redeliver it.
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    retry_backoff=30,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=5,
+    soft_time_limit=540,
+    time_limit=600,
+)
+def extract_session(session_id: str) -> str | None:
+    """Extract an ended session into memories; running it twice writes nothing twice."""
+    try:
+        run = ingest.run_extraction(session_id=session_id, embedder=default_embedder())
+    except NotFoundError:
+        # Deleted since it was queued (account deletion, forget): nothing left to do.
+        logger.info("session %s no longer exists; extraction dropped", session_id)
+        return None
+    return None if run is None else str(run.pk)
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.end_idle_sessions",
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    max_retries=3,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def end_idle_sessions() -> int:
+    """End sessions idle past the timeout (each then queues its own extraction)."""
+    return sessions.end_idle_sessions()
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.expire_working_memory",
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    max_retries=3,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def expire_working_memory() -> int:
+    """Erase working memory past its time to live."""
+    return sessions.expire_working_memory()
+
+
+# Maintenance (issue 8): each job is idempotent, so a redelivered or overlapping run is harmless.
+MAINTENANCE_RETRY = (OperationalError, InterfaceError)
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.decay_memories",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=1700,
+    time_limit=1800,
+)
+def decay_memories() -> int:
+    """Recompute decay priorities and dormancy; return how many memories changed."""
+    return decay.decay_memories().changed
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.apply_retention",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=1700,
+    time_limit=1800,
+)
+def apply_retention() -> dict[str, int]:
+    """Forget what is past each user's retention limit; return counts by kind."""
+    return retention.apply_retention(embedder=default_embedder()).counts
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.consolidate_memories",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=3500,
+    time_limit=3600,
+)
+def consolidate_memories() -> int:
+    """Build themes from settled episodes and merge duplicate facts; return themes written."""
+    return consolidate.consolidate_all(embedder=default_embedder()).themes
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.compact_threads",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=1700,
+    time_limit=1800,
+)
+def compact_threads() -> int:
+    """Summarise the older messages of long threads; return how many messages were folded."""
+    return compaction.compact_long_threads(embedder=default_embedder()).messages
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.forget_data",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=540,
+    time_limit=600,
+)
+def forget_data(
+    user_id: str,
+    mode_slug: str,
+    memory_ids: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    topic: str | None = None,
+) -> dict[str, int]:
+    """Carry out a data-deletion request (facts, a period or a topic); return counts by kind."""
+    return deletion_requests.carry_out_deletion_request(
+        user_ref=user_id,
+        mode_slug=mode_slug,
+        memory_ids=memory_ids or [],
+        since=since,
+        until=until,
+        topic=topic,
+        embedder=default_embedder(),
+    ).counts
+
+
+# Workspace knowledge graph (issue 9). review/services.py enqueues record_answer_in_graph on
+# commit of every reported answer and every feedback; it looks the task up by this name.
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.record_answer_in_graph",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=50,
+    time_limit=60,
+)
+def record_answer_in_graph(answer_id: str) -> str | None:
+    """Record a reported answer (or its new feedback) in the workspace graph; safe to run twice."""
+    recorded = graph.record_answer(answer_id=answer_id)
+    return None if recorded is None else str(recorded.query_id)
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.graph_decay_edges",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=1700,
+    time_limit=1800,
+)
+def graph_decay_edges() -> int:
+    """Recompute graph edge weights from their age; return how many edges changed."""
+    return sum(run.edges_updated for run in graph.decay_edges())
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.graph_purge_transient",
+    acks_late=True,
+    autoretry_for=MAINTENANCE_RETRY,
+    max_retries=3,
+    soft_time_limit=1700,
+    time_limit=1800,
+)
+def graph_purge_transient() -> int:
+    """Purge graph queries, responses and tool calls past their age; return nodes deleted."""
+    older_than = timezone.now() - timedelta(days=settings.MEMORYHUB_GRAPH_TRANSIENT_DAYS)
+    return sum(run.nodes_deleted for run in graph.purge_transient_nodes(older_than=older_than))

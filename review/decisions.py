@@ -1,0 +1,148 @@
+"""Reviewer decisions on candidates: approve (publish to the knowledge base), reject, skip."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import ConflictError, InvalidInputError
+from memoryhub.models import User, Workspace
+
+from .knowledge import publish_document, title_from
+from .models import KnowledgeDocument, LearningCandidate, ReviewDecision
+from .queries import audit_candidate_access, get_candidate_row, scrubbed_texts
+from .tuning import record_decisions
+
+MAX_REASON_CHARS = 2000
+
+
+def _lock_pending(workspace: Workspace, candidate_id: UUID | str) -> LearningCandidate:
+    row = get_candidate_row(workspace=workspace, candidate_id=candidate_id)
+    candidate = (
+        LearningCandidate.objects.select_for_update(of=("self",))
+        .select_related("mode")
+        .get(pk=row.pk)
+    )
+    if candidate.status != LearningCandidate.Status.PENDING:
+        raise ConflictError("this candidate was already decided")
+    return candidate
+
+
+def _with_group(candidate: LearningCandidate, *, apply_to_group: bool) -> list[LearningCandidate]:
+    if not apply_to_group:
+        return [candidate]
+    others = (
+        LearningCandidate.objects.select_for_update(of=("self",))
+        .select_related("mode")
+        .filter(workspace_id=candidate.workspace_id, group_id=candidate.group_id)
+        .pending()
+        .exclude(pk=candidate.pk)
+    )
+    return [candidate, *others]
+
+
+def _decide(
+    candidates: Sequence[LearningCandidate], *, status: str, reviewer: User, reason: str = ""
+) -> None:
+    now = timezone.now()
+    for candidate in candidates:
+        candidate.status = status
+        candidate.decided_at = now
+        candidate.decided_by = reviewer
+        candidate.rejection_reason = reason
+        candidate.save(update_fields=["status", "decided_at", "decided_by", "rejection_reason"])
+
+
+def approve_candidate(
+    *,
+    workspace: Workspace,
+    candidate_id: UUID | str,
+    reviewer: User,
+    actor: Actor,
+    embedder: Embedder,
+    question: str | None = None,
+    answer: str | None = None,
+    apply_to_group: bool = False,
+) -> KnowledgeDocument:
+    """Publish a candidate (as edited by the reviewer) to the knowledge base at once.
+
+    A captured answer becomes a Q/A document titled by its question; a proposed fact becomes a
+    fact document. With `apply_to_group` the similar pending candidates are approved with it.
+    Raises NotFoundError, ConflictError (already decided) and InvalidInputError.
+    """
+    with transaction.atomic():
+        candidate = _lock_pending(workspace, candidate_id)
+        original_question, original_answer = scrubbed_texts(candidate)
+        final_answer = (answer or "").strip() or original_answer
+        if candidate.kind == LearningCandidate.Kind.ANSWER:
+            final_question = (question or "").strip() or original_question
+            title, body = title_from(final_question), f"Q: {final_question}\n\nA: {final_answer}"
+            source = KnowledgeDocument.Source.ANSWER
+        else:
+            title, body = title_from(final_answer), final_answer
+            source = KnowledgeDocument.Source.FACT
+        document = publish_document(
+            workspace=workspace,
+            title=title,
+            body=body,
+            source=source,
+            embedder=embedder,
+            created_by=reviewer,
+            source_candidate=candidate,
+        )
+        decided = _with_group(candidate, apply_to_group=apply_to_group)
+        _decide(decided, status=LearningCandidate.Status.APPROVED, reviewer=reviewer)
+        audit_candidate_access(actor, decided, "review.candidate_approve")
+        record_decisions(
+            workspace=workspace,
+            candidates=decided,
+            reviewer=reviewer,
+            outcome=ReviewDecision.Outcome.APPROVED,
+        )
+    return document
+
+
+def reject_candidate(
+    *,
+    workspace: Workspace,
+    candidate_id: UUID | str,
+    reviewer: User,
+    actor: Actor,
+    reason: str,
+    apply_to_group: bool = False,
+) -> LearningCandidate:
+    """Reject a candidate with a reason (and its similar pending ones with `apply_to_group`)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInputError("a rejection needs a reason")
+    if len(reason) > MAX_REASON_CHARS or "\x00" in reason:
+        raise InvalidInputError(f"reason must be text of at most {MAX_REASON_CHARS} characters")
+    with transaction.atomic():
+        candidate = _lock_pending(workspace, candidate_id)
+        decided = _with_group(candidate, apply_to_group=apply_to_group)
+        _decide(decided, status=LearningCandidate.Status.REJECTED, reviewer=reviewer, reason=reason)
+        audit_candidate_access(actor, decided, "review.candidate_reject")
+        record_decisions(
+            workspace=workspace,
+            candidates=decided,
+            reviewer=reviewer,
+            outcome=ReviewDecision.Outcome.REJECTED,
+        )
+    return candidate
+
+
+def skip_candidate(
+    *, workspace: Workspace, candidate_id: UUID | str, actor: Actor
+) -> LearningCandidate:
+    """Put a candidate behind the others in the queue; it is not a decision."""
+    with transaction.atomic():
+        candidate = _lock_pending(workspace, candidate_id)
+        candidate.skipped_at = timezone.now()
+        candidate.save(update_fields=["skipped_at"])
+        audit_candidate_access(actor, [candidate], "review.candidate_skip")
+    return candidate

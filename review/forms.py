@@ -1,0 +1,103 @@
+"""Review forms: they validate input; review/services.py and review/knowledge.py do the rest."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from django import forms
+
+from .decisions import MAX_REASON_CHARS
+from .knowledge import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS
+from .models import FailureClass, KnowledgeDocument, LearningCandidate
+from .queries import QueueFilter
+
+MAX_UPLOAD_BYTES = 512 * 1024
+UPLOAD_SUFFIXES = (".txt", ".md", ".markdown")
+
+
+class QueueFilterForm(forms.Form):
+    status = forms.ChoiceField(
+        choices=LearningCandidate.Status.choices,
+        required=False,
+        initial=LearningCandidate.Status.PENDING,
+    )
+    failure_class = forms.ChoiceField(
+        label="Failure class", choices=[("", "Any"), *FailureClass.choices], required=False
+    )
+    kind = forms.ChoiceField(choices=[("", "Any"), *LearningCandidate.Kind.choices], required=False)
+
+    def filters(self) -> QueueFilter:
+        """The valid filters, or the default queue (pending, any class, any kind)."""
+        if not self.is_valid():
+            return QueueFilter()
+        data = self.cleaned_data
+        return QueueFilter(
+            status=data["status"] or LearningCandidate.Status.PENDING,
+            failure_class=data["failure_class"],
+            kind=data["kind"],
+        )
+
+
+class ApproveForm(forms.Form):
+    question = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}), required=False, max_length=MAX_DOCUMENT_CHARS
+    )
+    answer = forms.CharField(
+        label="Answer (or fact)",
+        widget=forms.Textarea(attrs={"rows": 6}),
+        max_length=MAX_DOCUMENT_CHARS,
+    )
+    apply_to_group = forms.BooleanField(label="Approve the similar ones too", required=False)
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=MAX_REASON_CHARS)
+    apply_to_group = forms.BooleanField(label="Reject the similar ones too", required=False)
+
+
+class DocumentForm(forms.Form):
+    """A new document: pasted text, or an uploaded text or Markdown file."""
+
+    title = forms.CharField(max_length=MAX_TITLE_CHARS, required=False)
+    body = forms.CharField(
+        label="Text or Markdown",
+        widget=forms.Textarea(attrs={"rows": 10}),
+        required=False,
+        max_length=MAX_DOCUMENT_CHARS,
+    )
+    upload = forms.FileField(label="…or upload a .txt or .md file", required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        body, upload = (data.get("body") or "").strip(), data.get("upload")
+        if bool(body) == bool(upload):
+            raise forms.ValidationError("Paste some text or upload a file (one of the two).")
+        if upload is not None:
+            data["body"] = self._read(upload)
+            data["source"] = KnowledgeDocument.Source.UPLOADED
+        else:
+            data["source"] = KnowledgeDocument.Source.PASTED
+        return data
+
+    def _read(self, upload: Any) -> str:
+        if PurePath(upload.name or "").suffix.lower() not in UPLOAD_SUFFIXES:
+            raise forms.ValidationError("Upload a text (.txt) or Markdown (.md) file.")
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"The file is larger than {MAX_UPLOAD_BYTES // 1024} KB.")
+        try:
+            text = str(upload.read().decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text.") from None
+        if not text.strip():
+            raise forms.ValidationError("The file is empty.")
+        return text
+
+
+class DocumentEditForm(forms.Form):
+    title = forms.CharField(max_length=MAX_TITLE_CHARS)
+    body = forms.CharField(
+        label="Text or Markdown",
+        widget=forms.Textarea(attrs={"rows": 14}),
+        max_length=MAX_DOCUMENT_CHARS,
+    )

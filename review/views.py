@@ -1,0 +1,287 @@
+"""Reviewer pages: the queue, one candidate and its decisions, the knowledge base.
+
+Every view is for reviewers of the request user's own workspace (`require_reviewer`: 403 for
+anyone else, TOTP required); a candidate or document of another workspace is a 404.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from accounts.roles import require_reviewer
+from memoryhub.actors import Actor
+from memoryhub.embeddings import default_embedder
+from memoryhub.errors import ConflictError, MemoryHubError, NotFoundError
+from memoryhub.http import AuthedRequest, client_ip
+from memoryhub.models import ActorType, Channel
+
+from . import decisions, knowledge
+from .chart import build_chart
+from .forms import ApproveForm, DocumentEditForm, DocumentForm, QueueFilterForm, RejectForm
+from .queries import (
+    get_candidate,
+    get_document,
+    list_documents,
+    list_queue,
+    queue_size,
+    threshold_history,
+)
+
+PER_PAGE = 25
+View = Callable[..., HttpResponse]
+
+
+def not_found_as_404(view: View) -> View:
+    """Another workspace's candidate or document does not exist for this reviewer."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NotFoundError:
+            raise Http404("not found") from None
+
+    return wrapper
+
+
+def _actor(request: AuthedRequest) -> Actor:
+    """The signed-in reviewer, for the audit log."""
+    user = request.user
+    return Actor(
+        ActorType.REVIEWER,
+        str(user.pk),
+        Channel.UI,
+        label=user.email or "",
+        client_ip=client_ip(request),
+    )
+
+
+def _go(request: AuthedRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _page(request: HttpRequest) -> int:
+    value = request.GET.get("page", "1")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+@require_GET
+@require_reviewer
+def queue(request: AuthedRequest) -> HttpResponse:
+    """Pending candidates by priority, one per group of similar ones, with the threshold chart."""
+    workspace = request.user.workspace
+    form = QueueFilterForm(request.GET or None)
+    page = _page(request)
+    candidates, total = list_queue(
+        workspace=workspace,
+        actor=_actor(request),
+        filters=form.filters(),
+        page=page,
+        per_page=PER_PAGE,
+    )
+    context = {
+        "form": form,
+        "candidates": candidates,
+        "page": page,
+        "has_next": page * PER_PAGE < total,
+        "total": total,
+        "queue_size": queue_size(workspace=workspace),
+        "threshold": workspace.review_threshold,
+        "chart": build_chart(threshold_history(workspace=workspace)),
+        # The filters again, for the page links (without the page number itself).
+        "query": urlencode({k: v for k, v in form.cleaned_data.items() if v})
+        if form.is_valid()
+        else "",
+    }
+    template = "review/_queue.html" if request.htmx else "review/queue.html"
+    return render(request, template, context)
+
+
+def _detail(
+    request: AuthedRequest,
+    candidate_id: str,
+    *,
+    approve_form: ApproveForm | None = None,
+    reject_form: RejectForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    detail = get_candidate(
+        workspace=request.user.workspace, candidate_id=candidate_id, actor=_actor(request)
+    )
+    candidate = detail.candidate
+    approve_form = approve_form or ApproveForm(
+        initial={"question": candidate.question, "answer": candidate.answer}
+    )
+    context = {
+        "detail": detail,
+        "candidate": candidate,
+        "approve_form": approve_form,
+        "reject_form": reject_form or RejectForm(),
+    }
+    return render(request, "review/candidate_detail.html", context, status=status)
+
+
+@require_GET
+@require_reviewer
+@not_found_as_404
+def candidate_detail(request: AuthedRequest, candidate_id: str) -> HttpResponse:
+    """One candidate: scrubbed question and answer, signals, context ids, similar ones."""
+    return _detail(request, candidate_id)
+
+
+@require_POST
+@require_reviewer
+@not_found_as_404
+def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse:
+    """Publish the (possibly edited) candidate to the knowledge base."""
+    form = ApproveForm(request.POST)
+    if not form.is_valid():
+        return _detail(request, candidate_id, approve_form=form, status=422)
+    try:
+        document = decisions.approve_candidate(
+            workspace=request.user.workspace,
+            candidate_id=candidate_id,
+            reviewer=request.user,
+            actor=_actor(request),
+            embedder=default_embedder(),
+            question=form.cleaned_data["question"],
+            answer=form.cleaned_data["answer"],
+            apply_to_group=form.cleaned_data["apply_to_group"],
+        )
+    except ConflictError as error:
+        messages.warning(request, str(error))
+        return _go(request, reverse("review:queue"))
+    except MemoryHubError as error:
+        form.add_error(None, str(error))
+        return _detail(request, candidate_id, approve_form=form, status=422)
+    messages.success(request, f"Published “{document.title}” to the knowledge base.")
+    return _go(request, reverse("review:queue"))
+
+
+@require_POST
+@require_reviewer
+@not_found_as_404
+def candidate_reject(request: AuthedRequest, candidate_id: str) -> HttpResponse:
+    """Reject the candidate with a reason."""
+    form = RejectForm(request.POST)
+    if not form.is_valid():
+        return _detail(request, candidate_id, reject_form=form, status=422)
+    try:
+        decisions.reject_candidate(
+            workspace=request.user.workspace,
+            candidate_id=candidate_id,
+            reviewer=request.user,
+            actor=_actor(request),
+            reason=form.cleaned_data["reason"],
+            apply_to_group=form.cleaned_data["apply_to_group"],
+        )
+    except ConflictError as error:
+        messages.warning(request, str(error))
+        return _go(request, reverse("review:queue"))
+    messages.success(request, "Rejected.")
+    return _go(request, reverse("review:queue"))
+
+
+@require_POST
+@require_reviewer
+@not_found_as_404
+def candidate_skip(request: AuthedRequest, candidate_id: str) -> HttpResponse:
+    """Put the candidate behind the others for now."""
+    try:
+        decisions.skip_candidate(
+            workspace=request.user.workspace, candidate_id=candidate_id, actor=_actor(request)
+        )
+    except ConflictError as error:
+        messages.warning(request, str(error))
+    return _go(request, reverse("review:queue"))
+
+
+def _knowledge_page(
+    request: AuthedRequest, form: DocumentForm | None = None, *, status: int = 200
+) -> HttpResponse:
+    documents = list_documents(workspace=request.user.workspace)
+    context = {"documents": documents, "form": form or DocumentForm()}
+    return render(request, "review/knowledge_list.html", context, status=status)
+
+
+@require_GET
+@require_reviewer
+def knowledge_list(request: AuthedRequest) -> HttpResponse:
+    """The workspace knowledge base, with a form to add a document."""
+    return _knowledge_page(request)
+
+
+@require_POST
+@require_reviewer
+def knowledge_add(request: AuthedRequest) -> HttpResponse:
+    """Add a pasted or uploaded document; it is chunked, embedded and published at once."""
+    form = DocumentForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _knowledge_page(request, form, status=422)
+    try:
+        document = knowledge.publish_document(
+            workspace=request.user.workspace,
+            title=form.cleaned_data["title"],
+            body=form.cleaned_data["body"],
+            source=form.cleaned_data["source"],
+            embedder=default_embedder(),
+            created_by=request.user,
+        )
+    except MemoryHubError as error:
+        form.add_error(None, str(error))
+        return _knowledge_page(request, form, status=422)
+    messages.success(request, f"Published “{document.title}”.")
+    return _go(request, reverse("review:knowledge_list"))
+
+
+@require_http_methods(["GET", "POST"])
+@require_reviewer
+@not_found_as_404
+def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
+    """Edit a document's title and text; it is embedded again on save."""
+    workspace = request.user.workspace
+    document = get_document(workspace=workspace, document_id=document_id)
+    form = DocumentEditForm(
+        request.POST or None, initial={"title": document.title, "body": document.body}
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            knowledge.edit_document(
+                workspace=workspace,
+                document_id=document.pk,
+                title=form.cleaned_data["title"],
+                body=form.cleaned_data["body"],
+                embedder=default_embedder(),
+            )
+        except MemoryHubError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, "Saved.")
+            return _go(request, reverse("review:knowledge_list"))
+    status = 422 if request.method == "POST" else 200
+    context = {"document": document, "form": form}
+    return render(request, "review/document_edit.html", context, status=status)
+
+
+@require_POST
+@require_reviewer
+@not_found_as_404
+def document_publication(request: AuthedRequest, document_id: str) -> HttpResponse:
+    """Publish or unpublish a document (`publish=1` or `publish=0`)."""
+    is_published = request.POST.get("publish") == "1"
+    document = knowledge.set_published(
+        workspace=request.user.workspace, document_id=document_id, is_published=is_published
+    )
+    verb = "Published" if document.is_published else "Unpublished"
+    messages.success(request, f"{verb} “{document.title}”.")
+    return _go(request, reverse("review:knowledge_list"))

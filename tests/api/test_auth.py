@@ -1,0 +1,134 @@
+"""Bearer keys, scope rules (workspace, personal keys, blocks, modes) and the error shape."""
+
+from __future__ import annotations
+
+import time_machine
+from django.utils import timezone
+
+from memoryhub.models import AgentBlock, AuditEntry, Mode
+from memoryhub.services.agents import create_personal_key, revoke_key, rotate_agent_key
+from memoryhub.services.audit import subject_pseudonym
+from tests import factories
+
+
+def test_a_request_without_a_key_is_401_with_the_error_shape(caller, user):
+    response = caller(None).get("/profile", user="alice")
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
+    assert "detail" in response.json()
+
+
+def test_an_unknown_key_is_401(caller, user):
+    response = caller("mh_not-a-real-key").get("/profile", user="alice")
+    assert response.status_code == 401
+
+
+def test_a_malformed_authorization_header_is_401(client, agent_and_key, user):
+    response = client.get(
+        "/api/v1/profile", {"user": "alice"}, headers={"Authorization": agent_and_key[1]}
+    )
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
+
+
+def test_a_revoked_key_is_401(caller, agent_and_key, user):
+    agent, key = agent_and_key
+    assert caller(key).get("/profile", user="alice").status_code == 200
+    new_key = rotate_agent_key(agent=agent).raw_key
+    assert caller(key).get("/profile", user="alice").status_code == 401
+    assert caller(new_key).get("/profile", user="alice").status_code == 200
+
+
+def test_a_disabled_agent_is_401(api, agent, user):
+    agent.is_active = False
+    agent.save(update_fields=["is_active"])
+    assert api.get("/profile", user="alice").status_code == 401
+
+
+def test_the_user_can_be_named_by_uuid_or_external_id(api, user):
+    by_uuid = api.get("/users/" + str(user.pk))
+    by_external_id = api.get("/users/alice")
+    assert by_uuid.status_code == by_external_id.status_code == 200
+    assert by_uuid.json()["id"] == by_external_id.json()["id"] == str(user.pk)
+
+
+def test_a_user_of_another_workspace_is_404(api, user):
+    stranger = factories.make_user(workspace=factories.make_workspace(), external_id="carol")
+    assert api.get("/profile", user="carol").status_code == 404
+    response = api.get("/profile", user=str(stranger.pk))
+    assert response.status_code == 404
+    assert response.json() == {"detail": "user not found", "code": "not_found"}
+
+
+def test_a_blocked_agent_gets_403_for_that_user_only(api, agent, user, other_user):
+    AgentBlock.objects.create(user=user, agent=agent)
+    response = api.get("/profile", user="alice")
+    assert response.status_code == 403
+    assert response.json()["code"] == "agent_blocked"
+    assert api.get("/profile", user="bob").status_code == 200
+
+
+def test_a_personal_key_acts_for_its_user_only(caller, user, other_user):
+    key = create_personal_key(user=user, name="cli").raw_key
+    assert caller(key).get("/profile", user="alice").status_code == 200
+    assert caller(key).get("/profile", user="bob").status_code == 404
+    assert caller(key).get("/profile", user=str(other_user.pk)).status_code == 404
+
+
+def test_a_revoked_personal_key_is_401(caller, user):
+    issued = create_personal_key(user=user, name="cli")
+    revoke_key(api_key=issued.api_key)
+    assert caller(issued.raw_key).get("/profile", user="alice").status_code == 401
+
+
+def test_a_mode_bound_personal_key_cannot_reach_another_mode(caller, user, work):
+    key = create_personal_key(user=user, name="work only", mode=work).raw_key
+    assert caller(key).get("/profile", user="alice", mode="work").status_code == 200
+    assert caller(key).get("/profile", user="alice", mode="personal").status_code == 404
+    # Without a mode the default "personal" is meant, which this key cannot reach either.
+    assert caller(key).get("/profile", user="alice").status_code == 404
+
+
+def test_an_unknown_mode_is_404_but_default_modes_are_created_on_demand(api, user):
+    Mode.objects.filter(user=user, slug="work").delete()
+    assert api.get("/profile", user="alice", mode="hobbies").status_code == 404
+    assert api.get("/profile", user="alice", mode="work").status_code == 200
+    assert Mode.objects.filter(user=user, slug="work").exists()
+    assert not Mode.objects.filter(user=user, slug="hobbies").exists()
+
+
+def test_every_access_is_audited_with_the_agent_the_api_channel_and_the_ip(api, agent, user):
+    api.get("/profile", user="alice", mode="work")
+    entry = AuditEntry.objects.order_by("-id").first()
+    assert entry.action == "profile.read"
+    assert entry.actor_type == "agent"
+    assert entry.actor_id == str(agent.pk)
+    assert entry.channel == "api"
+    assert entry.client_ip == "127.0.0.1"
+    assert entry.subject == subject_pseudonym(user.pk)
+    assert entry.mode == "work"
+
+
+def test_past_the_rate_limit_a_key_gets_429_with_retry_after(api, user, settings):
+    settings.MEMORYHUB_RATE_LIMIT_PER_MINUTE = 3
+    with time_machine.travel(timezone.now().replace(second=15), tick=False):
+        statuses = [api.get("/profile", user="alice").status_code for _ in range(4)]
+        response = api.get("/profile", user="alice")
+    assert statuses == [200, 200, 200, 429]
+    assert response.status_code == 429
+    assert response.json()["code"] == "rate_limited"
+    assert response["Retry-After"] == "45"
+
+
+def test_the_rate_limit_counts_each_key_separately_and_resets_next_minute(
+    api, caller, workspace, user, settings
+):
+    settings.MEMORYHUB_RATE_LIMIT_PER_MINUTE = 1
+    _, other_key = factories.make_agent(workspace, "other agent")
+    start = timezone.now().replace(second=30)
+    with time_machine.travel(start, tick=False):
+        assert api.get("/profile", user="alice").status_code == 200
+        assert api.get("/profile", user="alice").status_code == 429
+        assert caller(other_key).get("/profile", user="alice").status_code == 200
+    with time_machine.travel(start.replace(second=0) + timezone.timedelta(minutes=1), tick=False):
+        assert api.get("/profile", user="alice").status_code == 200

@@ -1,0 +1,53 @@
+"""memoryhub.client against a live server: the README's agent loop, and errors as ApiError."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoryhub.client import ApiError, MemoryHubClient
+from tests import factories
+
+
+@pytest.fixture
+def hub(live_server, transactional_db):
+    workspace = factories.make_workspace()
+    _, key = factories.make_agent(workspace, "assistant")
+    return MemoryHubClient(live_server.url, key)
+
+
+def test_an_agent_loop_remembers_talks_and_gets_context(hub, embedder):
+    user = hub.create_user("u-1", display_name="Dana")
+    assert user["external_id"] == "u-1"
+    peanuts = hub.remember("u-1", "Dana is allergic to peanuts", kind="fact", importance="high")
+    hub.remember_many("u-1", [{"kind": "preference", "content": "Dana likes green tea"}])
+    assert peanuts.confidence == "medium"
+    assert [m.content for m in hub.list_memories("u-1").items] == [
+        "Dana likes green tea",
+        "Dana is allergic to peanuts",
+    ]
+    results = hub.search("u-1", "what food is dangerous for Dana?", k=1)
+    assert [r.id for r in results] == [peanuts.id]
+    assert [m.content for m in hub.profile("u-1")["facts"]] == ["Dana is allergic to peanuts"]
+    session_id = hub.start_session("u-1")
+    hub.add_message(session_id, "user", "Can you suggest a snack?")
+    context = hub.context("u-1", "Can you suggest a snack?", session=session_id)
+    assert "peanuts" in context.text
+    assert peanuts.id in context.memory_ids
+    hub.end_session(session_id)
+    note = hub.note("u-1", "Suggested rice crackers", type="recommendation", key="snack")
+    assert [e["id"] for e in hub.journal("u-1", is_unresolved_only=True)] == [note["id"]]
+    receipt = hub.forget("u-1", memory_ids=[peanuts.id])
+    assert receipt.forgotten == 1
+    assert [m.content for m in hub.list_memories("u-1").items] == ["Dana likes green tea"]
+
+
+def test_error_answers_become_api_errors(hub, live_server):
+    with pytest.raises(ApiError) as not_found:
+        hub.profile("nobody")
+    assert (not_found.value.status, not_found.value.code) == (404, "not_found")
+    with pytest.raises(ApiError) as bad_kind:
+        hub.remember("nobody", "x", kind="wish")
+    assert (bad_kind.value.status, bad_kind.value.code) == (422, "invalid_input")
+    with pytest.raises(ApiError) as unauthenticated:
+        MemoryHubClient(live_server.url, "mh_wrong").profile("nobody")
+    assert unauthenticated.value.status == 401

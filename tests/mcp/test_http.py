@@ -1,0 +1,89 @@
+"""The MCP server over streamable HTTP at /mcp of the real ASGI app, with bearer keys."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from memoryhub.models import AuditEntry
+from memoryhub.services.agents import rotate_agent_key
+from tests.mcp.conftest import error_text, structured
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    """memoryhub.asgi:application served by uvicorn on a free loopback port, in a thread."""
+    from memoryhub.asgi import application
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+def _call(base_url, key, *calls):
+    async def run():
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            transport = streamable_http_client(f"{base_url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                return [await client.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(run)
+
+
+def test_tools_answer_over_http_with_the_bearer_key(base_url, world):
+    remembered, listed = _call(
+        base_url,
+        world["key"],
+        ("remember", {"user": "alice", "kind": "open_item", "content": "Call the bank"}),
+        ("list_open_items", {"user": "alice"}),
+    )
+    memory = structured(remembered)
+    assert [m["id"] for m in structured(listed)["items"]] == [memory["id"]]
+    entry = AuditEntry.objects.filter(action="open_items.list").order_by("-id").first()
+    assert (entry.channel, entry.client_ip) == ("mcp", "127.0.0.1")
+    assert entry.actor_id == str(world["agent"].pk)
+
+
+def test_http_scope_rules_hold(base_url, world):
+    (bob_work,) = _call(base_url, world["key"], ("get_profile", {"user": "bob", "mode": "x"}))
+    assert error_text(bob_work).startswith("not_found")
+
+
+def test_a_request_without_a_valid_key_is_401(base_url, world):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Accept": "application/json, text/event-stream"}
+    missing = httpx2.post(f"{base_url}/mcp", json=body, headers=headers)
+    assert missing.status_code == 401
+    assert missing.json()["code"] == "not_authenticated"
+    old_key = world["key"]
+    rotate_agent_key(agent=world["agent"])
+    revoked = httpx2.post(
+        f"{base_url}/mcp", json=body, headers={**headers, "Authorization": f"Bearer {old_key}"}
+    )
+    assert revoked.status_code == 401
+
+
+def test_the_rest_of_the_app_is_still_django(base_url, world):
+    response = httpx2.get(f"{base_url}/api/v1/openapi.json")
+    assert response.status_code == 200
+    assert response.json()["info"]["title"] == "MemoryHub agent API"

@@ -1,0 +1,308 @@
+"""Hybrid recall (queries/recall.py) and the batched access counters (services/access.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from memoryhub.errors import InvalidInputError
+from memoryhub.models import AuditEntry, Memory
+from memoryhub.queries.recall import search_memories
+from memoryhub.services.access import AccessBuffer, flush_memory_access
+from memoryhub.services.audit import subject_pseudonym
+from memoryhub.services.memories import NewMemory, edit_memory, remember_many
+from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def _empty_access_buffer(db):
+    # The buffer is per process: start and end every test with nothing pending.
+    flush_memory_access()
+    yield
+    flush_memory_access()
+
+
+def _remember(user, mode, embedder, actor, *contents, **fields):
+    items = [NewMemory(kind=fields.pop("kind", "fact"), content=c, **fields) for c in contents]
+    return remember_many(user=user, mode=mode, items=items, actor=actor, embedder=embedder)
+
+
+def _search(user, mode, query, embedder, actor, **kwargs):
+    return search_memories(
+        user=user, mode=mode, query=query, actor=actor, embedder=embedder, **kwargs
+    )
+
+
+def test_search_ranks_the_memory_that_answers_the_question_first(
+    user, personal, embedder, system_actor
+):
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Alice is allergic to peanuts.",
+        "Alice's sister lives in Montreal.",
+        "Alice prefers tea over coffee in the morning.",
+    )
+    items = _search(user, personal, "what food allergies does she have?", embedder, system_actor)
+    assert items[0].content == "Alice is allergic to peanuts."
+    scores = [item.score for item in items]
+    assert scores == sorted(scores, reverse=True)
+    assert set(items[0].extra) == {"cosine", "lexical", "freshness"}
+
+
+def test_an_exact_rare_word_is_found_through_the_blind_index(
+    user, personal, embedder, system_actor
+):
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "The wifi password at the cabin is written on the fridge.",
+        "Alice's locker code is QX7731.",
+        "Alice keeps her passport in the blue drawer.",
+        "Alice's gym is open until ten.",
+    )
+    items = _search(user, personal, "QX7731", embedder, system_actor, k=4)
+    assert items[0].content == "Alice's locker code is QX7731."
+    assert items[0].extra["lexical"] > 0
+    assert all(item.extra["lexical"] == 0 for item in items[1:])
+
+
+def test_word_forms_match_across_inflections(user, personal, embedder, system_actor):
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Alice started painting watercolours last spring.",
+        "Alice moved flats twice this year.",
+    )
+    items = _search(user, personal, "paint", embedder, system_actor, k=2)
+    assert items[0].content.startswith("Alice started painting")
+    assert items[0].extra["lexical"] > 0
+
+
+def test_search_never_returns_another_users_or_another_modes_memories(
+    user, other_user, personal, work, embedder, system_actor
+):
+    _remember(user, personal, embedder, system_actor, "Alice plays the cello.")
+    _remember(user, work, embedder, system_actor, "Alice leads the cello project at work.")
+    bob_personal = factories.mode_of(other_user, "personal")
+    _remember(other_user, bob_personal, embedder, system_actor, "Bob plays the cello too.")
+    items = _search(user, personal, "cello", embedder, system_actor, k=10)
+    assert [item.content for item in items] == ["Alice plays the cello."]
+
+
+def test_candidates_and_inactive_memories_are_never_recalled(
+    user, personal, embedder, system_actor
+):
+    kept, candidate, superseded, forgotten = _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Alice drives a green bicycle.",
+        "Alice might drive a red bicycle.",
+        "Alice drove a yellow bicycle.",
+        "Alice drove a blue bicycle.",
+    )
+    scoped = Memory.objects.for_owner(user=user, mode=personal)
+    scoped.filter(pk=candidate.pk).update(confidence="candidate", status="candidate")
+    scoped.filter(pk=superseded.pk).update(status="superseded")
+    scoped.filter(pk=forgotten.pk).update(status="forgotten")
+    items = _search(user, personal, "bicycle", embedder, system_actor)
+    assert [item.id for item in items] == [kept.id]
+
+
+def test_a_user_with_many_memories_gets_every_one_of_them_exactly(
+    user, personal, embedder, system_actor
+):
+    contents = [f"Note number {n} about the garden." for n in range(40)]
+    _remember(user, personal, embedder, system_actor, *contents)
+    items = _search(user, personal, "garden notes", embedder, system_actor, k=100)
+    assert sorted(item.content for item in items) == sorted(contents)
+
+
+def test_filters_narrow_by_kind_period_and_topic(user, personal, embedder, system_actor):
+    may = datetime(2024, 5, 10, tzinfo=UTC)
+    june = datetime(2024, 6, 10, tzinfo=UTC)
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Trip to Porto with Ana.",
+        kind="episode",
+        occurred_at=may,
+    )
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Trip to Oslo with Ana.",
+        kind="episode",
+        occurred_at=june,
+    )
+    _remember(
+        user, personal, embedder, system_actor, "Ana prefers trains to planes.", kind="preference"
+    )
+
+    def contents(**kwargs):
+        return sorted(
+            i.content for i in _search(user, personal, "Ana", embedder, system_actor, **kwargs)
+        )
+
+    assert contents(kinds=["preference"]) == ["Ana prefers trains to planes."]
+    assert contents(kinds=["episode"], since=june - timedelta(days=1)) == ["Trip to Oslo with Ana."]
+    assert contents(kinds=["episode"], until=june - timedelta(days=1)) == [
+        "Trip to Porto with Ana."
+    ]
+    assert contents(topics=["Oslo"]) == ["Trip to Oslo with Ana."]
+    assert contents(topics=["porto", "trains"]) == [
+        "Ana prefers trains to planes.",
+        "Trip to Porto with Ana.",
+    ]
+
+
+def test_critical_memories_do_not_fade_while_normal_ones_do(user, personal, embedder, system_actor):
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        _remember(
+            user,
+            personal,
+            embedder,
+            system_actor,
+            "Alice's blood type is O negative.",
+            importance="critical",
+        )
+        _remember(user, personal, embedder, system_actor, "Alice's blood donation card is blue.")
+    with time_machine.travel(start + timedelta(days=360), tick=False):
+        items = _search(user, personal, "blood", embedder, system_actor, record_access=False)
+    freshness = {item.importance: item.extra["freshness"] for item in items}
+    assert freshness["critical"] == 1.0
+    # A fact's half-life is 180 days: two half-lives later it is a quarter as fresh.
+    assert freshness["normal"] == pytest.approx(0.25, abs=0.01)
+
+
+def test_a_memory_used_recently_is_fresh_again(user, personal, embedder, system_actor):
+    start = timezone.now()
+    with time_machine.travel(start, tick=False):
+        (memory,) = _remember(user, personal, embedder, system_actor, "Alice runs on Tuesdays.")
+    later = start + timedelta(days=180)
+    with time_machine.travel(later, tick=False):
+        before = _search(user, personal, "running", embedder, system_actor)[0]
+        flush_memory_access()
+        after = _search(user, personal, "running", embedder, system_actor, record_access=False)[0]
+    assert before.extra["freshness"] == pytest.approx(0.5, abs=0.01)
+    assert after.extra["freshness"] == 1.0
+    assert after.score > before.score
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    assert row.access_count == 1
+    assert row.last_accessed_at == later
+
+
+def test_importance_breaks_a_tie_between_equally_relevant_memories(
+    user, personal, embedder, system_actor
+):
+    low, high = _remember(
+        user, personal, embedder, system_actor, "Alice likes jazz.", "Alice likes jazz!"
+    )
+    Memory.objects.for_owner(user=user, mode=personal).filter(pk=high.pk).update(importance="high")
+    Memory.objects.for_owner(user=user, mode=personal).filter(pk=low.pk).update(importance="low")
+    items = _search(user, personal, "music taste", embedder, system_actor, record_access=False)
+    assert [item.id for item in items] == [high.id, low.id]
+
+
+def test_search_without_recording_access_leaves_the_counters_alone(
+    user, personal, embedder, system_actor
+):
+    (memory,) = _remember(user, personal, embedder, system_actor, "Alice collects stamps.")
+    _search(user, personal, "stamps", embedder, system_actor, record_access=False)
+    assert flush_memory_access() == 0
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    assert (row.access_count, row.last_accessed_at) == (0, None)
+
+
+def test_search_writes_one_audit_row_naming_the_memories_returned(
+    user, personal, embedder, system_actor
+):
+    memories = _remember(user, personal, embedder, system_actor, "Alice knits.", "Alice sews.")
+    before = AuditEntry.objects.count()
+    _search(user, personal, "crafts", embedder, system_actor)
+    assert AuditEntry.objects.count() == before + 1
+    entry = AuditEntry.objects.order_by("-id").first()
+    assert entry.action == "memory.search"
+    assert entry.subject == subject_pseudonym(user.pk)
+    assert set(entry.object_ids) == {str(m.id) for m in memories}
+
+
+def test_an_edited_memory_is_found_by_its_new_words(user, personal, embedder, system_actor):
+    (memory,) = _remember(user, personal, embedder, system_actor, "Alice works at Initech.")
+    edit_memory(
+        user=user,
+        mode=personal,
+        memory_id=memory.id,
+        actor=system_actor,
+        embedder=embedder,
+        content="Alice works at Globex.",
+    )
+    assert _search(user, personal, "Globex", embedder, system_actor)[0].extra["lexical"] > 0
+    assert _search(user, personal, "Initech", embedder, system_actor)[0].extra["lexical"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": "   "}, "query must not be empty"),
+        ({"query": "x" * 4001}, "longer than"),
+        ({"k": 0}, "k must be between"),
+        ({"k": 101}, "k must be between"),
+        ({"kinds": ["gossip"]}, "kinds must be among"),
+        ({"since": datetime(2024, 1, 1)}, "timezone-aware"),  # noqa: DTZ001
+        (
+            {"since": datetime(2024, 2, 1, tzinfo=UTC), "until": datetime(2024, 1, 1, tzinfo=UTC)},
+            "since must be before until",
+        ),
+        ({"topics": ["  ...  "]}, "at least one word"),
+    ],
+)
+def test_bad_search_input_is_an_input_error(
+    user, personal, embedder, system_actor, kwargs, message
+):
+    arguments = {"query": "anything", **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        _search(user, personal, embedder=embedder, actor=system_actor, **arguments)
+
+
+def test_the_access_buffer_flushes_when_it_holds_enough_ids(user, personal, embedder, system_actor):
+    first, second = _remember(user, personal, embedder, system_actor, "One.", "Two.")
+    buffer = AccessBuffer(max_age_seconds=3600, max_ids=2)
+    assert buffer.add([first.id]) == 0
+    assert buffer.add([first.id]) == 0
+    assert buffer.add([second.id]) == 2
+    assert len(buffer) == 0
+    counts = dict(
+        Memory.objects.for_owner(user=user, mode=personal).values_list("pk", "access_count")
+    )
+    assert counts == {first.id: 2, second.id: 1}
+
+
+def test_the_access_buffer_flushes_once_its_oldest_entry_is_old_enough(
+    user, personal, embedder, system_actor
+):
+    (memory,) = _remember(user, personal, embedder, system_actor, "One.")
+    buffer = AccessBuffer(max_age_seconds=5, max_ids=1000)
+    with time_machine.travel(datetime(2025, 1, 1, tzinfo=UTC), tick=False) as traveller:
+        assert buffer.add([memory.id]) == 0
+        traveller.shift(timedelta(seconds=6))
+        assert buffer.add([memory.id]) == 1
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    assert row.access_count == 2
+    assert row.last_accessed_at == datetime(2025, 1, 1, 0, 0, 6, tzinfo=UTC)

@@ -1,0 +1,306 @@
+"""Reviewer pages: reviewers only (with TOTP), scrubbed text, audited views, decisions."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from memoryhub.models import AuditEntry
+from memoryhub.services.audit import subject_pseudonym
+from review import decisions, services
+from review.knowledge import publish_document
+from review.models import KnowledgeDocument, LearningCandidate
+from tests import factories
+
+from .conftest import HIGH, make_reviewer
+
+QUESTION = "Can you send the Lyon store hours to alice@example.com?"
+
+
+@pytest.fixture
+def candidate(report):
+    return report(QUESTION, "I could not find them.").candidate
+
+
+def page_urls(candidate_id, document_id):
+    return [
+        ("get", reverse("review:queue")),
+        ("get", reverse("review:candidate_detail", args=[candidate_id])),
+        ("post", reverse("review:candidate_approve", args=[candidate_id])),
+        ("post", reverse("review:candidate_reject", args=[candidate_id])),
+        ("post", reverse("review:candidate_skip", args=[candidate_id])),
+        ("get", reverse("review:knowledge_list")),
+        ("post", reverse("review:knowledge_add")),
+        ("get", reverse("review:document_edit", args=[document_id])),
+        ("post", reverse("review:document_publication", args=[document_id])),
+    ]
+
+
+@pytest.fixture
+def document(workspace, embedder):
+    return publish_document(
+        workspace=workspace,
+        title="Hours",
+        body="We open at nine.",
+        source=KnowledgeDocument.Source.PASTED,
+        embedder=embedder,
+    )
+
+
+def test_end_users_get_403_on_every_review_page(client, user, candidate, document):
+    client.force_login(user)
+    for method, url in page_urls(candidate.pk, document.pk):
+        response = getattr(client, method)(url)
+        assert response.status_code == 403, url
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "pending"
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client, candidate, document):
+    for method, url in page_urls(candidate.pk, document.pk):
+        response = getattr(client, method)(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith(reverse("account_login"))
+
+
+def test_reviewers_without_totp_are_sent_to_set_it_up(client, workspace):
+    client.force_login(make_reviewer(workspace, has_totp=False))
+    response = client.get(reverse("review:queue"))
+    assert response.status_code == 302
+    assert response["Location"] == reverse("mfa_activate_totp")
+
+
+def test_the_queue_shows_scrubbed_text_and_audits_the_view(
+    reviewer_client, candidate, user, reviewer
+):
+    response = reviewer_client.get(reverse("review:queue"))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "[email]" in page
+    assert "alice@example.com" not in page
+    entry = AuditEntry.objects.get(action="review.queue_view")
+    assert (entry.actor_type, entry.actor_id, entry.channel) == ("reviewer", str(reviewer.pk), "ui")
+    assert entry.subject == subject_pseudonym(user.pk)
+    assert entry.object_ids == [str(candidate.pk)]
+
+
+def test_viewing_a_candidate_is_audited(reviewer_client, candidate, user, reviewer):
+    response = reviewer_client.get(reverse("review:candidate_detail", args=[candidate.pk]))
+    assert response.status_code == 200
+    assert "[email]" in response.content.decode()
+    entry = AuditEntry.objects.get(action="review.candidate_view")
+    assert (entry.actor_type, entry.channel, entry.mode) == ("reviewer", "ui", "personal")
+    assert entry.subject == subject_pseudonym(user.pk)
+    assert entry.object_ids == [str(candidate.pk)]
+
+
+def test_the_queue_page_runs_the_same_queries_for_few_or_many_candidates(reviewer_client, report):
+    def count_queries():
+        with CaptureQueriesContext(connection) as queries:
+            assert reviewer_client.get(reverse("review:queue")).status_code == 200
+        return len(queries)
+
+    report("How do I return a parcel?", "No idea.")
+    report("What is the warranty on speakers?", "No idea.")
+    few = count_queries()
+    for question in ["Do you deliver to Belgium?", "Is gift wrapping free?", "Can I pay later?"]:
+        report(question, "No idea.")
+    assert count_queries() == few
+
+
+def test_another_workspaces_candidate_is_not_found(client, candidate):
+    client.force_login(make_reviewer(factories.make_workspace()))
+    response = client.get(reverse("review:candidate_detail", args=[candidate.pk]))
+    assert response.status_code == 404
+    assert not AuditEntry.objects.filter(action="review.candidate_view").exists()
+
+
+def test_the_queue_puts_negative_feedback_first_and_groups_similar_questions(
+    reviewer_client, report, user, personal, agent_actor, embedder
+):
+    report("How do I return a damaged parcel?", "No idea.")
+    report("How do I send back a damaged parcel?", "No idea.")
+    disliked = report("Which stores are open on Sunday?", "All of them.", HIGH)
+    services.record_feedback(
+        user=user,
+        mode=personal,
+        answer_id=disliked.answer.pk,
+        value="down",
+        actor=agent_actor,
+        embedder=embedder,
+    )
+    candidates = reviewer_client.get(reverse("review:queue")).context["candidates"]
+    assert [c.failure_class for c in candidates] == ["negative_feedback", "retrieval_miss"]
+    assert candidates[1].similar_count == 2
+
+
+def test_approving_from_the_page_publishes_the_edited_answer(reviewer_client, candidate):
+    response = reviewer_client.post(
+        reverse("review:candidate_approve", args=[candidate.pk]),
+        {"question": "What are the Lyon store hours?", "answer": "Nine to seven, every day."},
+    )
+    assert response.status_code == 302
+    assert response["Location"] == reverse("review:queue")
+    document = KnowledgeDocument.objects.get(source_candidate=candidate)
+    assert document.body == "Q: What are the Lyon store hours?\n\nA: Nine to seven, every day."
+
+
+def test_approving_an_already_decided_candidate_only_says_so(reviewer_client, candidate):
+    url = reverse("review:candidate_approve", args=[candidate.pk])
+    reviewer_client.post(url, {"answer": "Nine to seven."})
+    response = reviewer_client.post(url, {"answer": "Nine to seven."}, follow=True)
+    assert "already decided" in response.content.decode()
+    assert KnowledgeDocument.objects.count() == 1
+
+
+def test_a_rejection_without_a_reason_is_422(reviewer_client, candidate):
+    response = reviewer_client.post(reverse("review:candidate_reject", args=[candidate.pk]), {})
+    assert response.status_code == 422
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "pending"
+
+
+def test_rejecting_with_a_reason(reviewer_client, candidate):
+    response = reviewer_client.post(
+        reverse("review:candidate_reject", args=[candidate.pk]), {"reason": "Store-specific."}
+    )
+    assert response.status_code == 302
+    rejected = LearningCandidate.objects.get(pk=candidate.pk)
+    assert (rejected.status, rejected.rejection_reason) == ("rejected", "Store-specific.")
+
+
+def test_a_skipped_candidate_waits_behind_the_others(reviewer_client, report):
+    first = report("How do I return a damaged parcel?", "No idea.").candidate
+    second = report("Do you deliver to Belgium?", "No idea.").candidate
+    reviewer_client.post(reverse("review:candidate_skip", args=[first.pk]))
+    candidates = reviewer_client.get(reverse("review:queue")).context["candidates"]
+    assert [c.id for c in candidates] == [second.pk, first.pk]
+
+
+def test_an_htmx_filter_request_gets_only_the_queue_fragment(reviewer_client, candidate):
+    response = reviewer_client.get(
+        reverse("review:queue"), {"failure_class": "policy_block"}, headers={"HX-Request": "true"}
+    )
+    page = response.content.decode()
+    assert page.lstrip().startswith('<section id="review-queue"')
+    assert "Nothing to review here." in page
+
+
+def test_pasting_a_document_publishes_it(reviewer_client, reviewer):
+    response = reviewer_client.post(
+        reverse("review:knowledge_add"), {"title": "", "body": "# Returns\n\nFree for 30 days."}
+    )
+    assert response.status_code == 302
+    document = KnowledgeDocument.objects.get(workspace=reviewer.workspace)
+    assert (document.title, document.source, document.is_published) == ("Returns", "pasted", True)
+
+
+def test_uploading_a_markdown_file_publishes_it(reviewer_client, reviewer):
+    upload = SimpleUploadedFile("faq.md", b"# Delivery\n\nWe ship in 24 hours.")
+    response = reviewer_client.post(reverse("review:knowledge_add"), {"upload": upload})
+    assert response.status_code == 302
+    document = KnowledgeDocument.objects.get(workspace=reviewer.workspace)
+    assert document.source == "uploaded"
+    assert document.chunks.get().text == "# Delivery\n\nWe ship in 24 hours."
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        {"upload": SimpleUploadedFile("faq.pdf", b"%PDF-1.4")},
+        {"upload": SimpleUploadedFile("faq.txt", b"\xff\xfe\x00broken")},
+    ],
+)
+def test_a_missing_or_unreadable_document_is_422(reviewer_client, reviewer, data):
+    response = reviewer_client.post(reverse("review:knowledge_add"), data)
+    assert response.status_code == 422
+    assert not KnowledgeDocument.objects.filter(workspace=reviewer.workspace).exists()
+
+
+def test_editing_and_unpublishing_a_document(reviewer_client, document):
+    url = reverse("review:document_edit", args=[document.pk])
+    assert reviewer_client.get(url).status_code == 200
+    response = reviewer_client.post(url, {"title": "Opening hours", "body": "We open at ten."})
+    assert response.status_code == 302
+    document.refresh_from_db()
+    assert (document.title, document.chunks.get().text) == ("Opening hours", "We open at ten.")
+    reviewer_client.post(
+        reverse("review:document_publication", args=[document.pk]), {"publish": "0"}
+    )
+    document.refresh_from_db()
+    assert not document.is_published
+
+
+def test_another_workspaces_document_is_not_found(client, document):
+    client.force_login(make_reviewer(factories.make_workspace()))
+    assert client.get(reverse("review:document_edit", args=[document.pk])).status_code == 404
+
+
+def test_the_queue_page_charts_the_threshold_once_a_window_closes(
+    reviewer_client, workspace, candidate
+):
+    assert "<polyline" not in reviewer_client.get(reverse("review:queue")).content.decode()
+    workspace.review_window = 1
+    workspace.save(update_fields=["review_window"])
+    reviewer_client.post(
+        reverse("review:candidate_approve", args=[candidate.pk]), {"answer": "Nine to seven."}
+    )
+    page = reviewer_client.get(reverse("review:queue")).content.decode()
+    assert "<polyline" in page
+    assert "threshold 0.55" in page
+    assert "approval rate 100%" in page
+
+
+def test_a_proposed_fact_and_a_decided_candidate_render_without_decision_forms(
+    reviewer_client, reviewer, user, personal, agent_actor, embedder, reviewer_actor
+):
+    fact = services.propose_knowledge_candidate(
+        user=user,
+        mode=personal,
+        statement="Stores close at 7pm on Saturdays.",
+        actor=agent_actor,
+        embedder=embedder,
+    )
+    page = reviewer_client.get(reverse("review:candidate_detail", args=[fact.pk])).content.decode()
+    assert "Proposed fact" in page
+    assert "Stores close at 7pm on Saturdays." in page
+    assert "Approve and publish" in page
+    document = decisions.approve_candidate(
+        workspace=reviewer.workspace,
+        candidate_id=fact.pk,
+        reviewer=reviewer,
+        actor=reviewer_actor,
+        embedder=embedder,
+    )
+    page = reviewer_client.get(reverse("review:candidate_detail", args=[fact.pk])).content.decode()
+    assert "Approve and publish" not in page
+    assert reverse("review:document_edit", args=[document.pk]) in page
+
+
+def test_the_knowledge_base_lists_documents_with_the_candidate_they_came_from(
+    reviewer_client, reviewer, candidate, reviewer_actor, embedder
+):
+    document = decisions.approve_candidate(
+        workspace=reviewer.workspace,
+        candidate_id=candidate.pk,
+        reviewer=reviewer,
+        actor=reviewer_actor,
+        embedder=embedder,
+        answer="Nine to seven.",
+    )
+    page = reviewer_client.get(reverse("review:knowledge_list")).content.decode()
+    assert document.title in page
+    assert reverse("review:candidate_detail", args=[candidate.pk]) in page
+
+
+def test_the_queue_can_be_filtered_by_failure_class(reviewer_client, report):
+    report("How do I return a damaged parcel?", "No idea.")
+    blocked = report(
+        "What is my neighbour's address?",
+        "I can't share that.",
+        {"retrieval": 0.9, "policy": 0.0, "completeness": 0.5, "memory": 0.5},
+    )
+    response = reviewer_client.get(reverse("review:queue"), {"failure_class": "policy_block"})
+    assert [c.id for c in response.context["candidates"]] == [blocked.candidate.pk]
