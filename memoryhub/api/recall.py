@@ -54,7 +54,7 @@ class ScoredMemoryOut(MemoryOut):
 
 
 class SearchOut(Schema):
-    items: list[ScoredMemoryOut]
+    results: list[ScoredMemoryOut]
 
 
 class ContextIn(ScopeIn):
@@ -135,7 +135,7 @@ def search_for(scope: Scope, payload: SearchIn, *, embedder: Embedder) -> Search
         until=payload.until,
         topics=payload.topics,
     )
-    return SearchOut(items=[ScoredMemoryOut.scored(item) for item in items])
+    return SearchOut(results=[ScoredMemoryOut.scored(item) for item in items])
 
 
 def context_for(scope: Scope, payload: ContextIn, *, embedder: Embedder) -> ContextOut:

@@ -33,7 +33,7 @@ from memoryhub.queries.context_budget import (
 )
 from memoryhub.queries.context_layers import Entry
 from memoryhub.queries.memories import MemoryItem
-from memoryhub.queries.recall import RecallFilter, load_ranked, rank_memories
+from memoryhub.queries.recall import RecallFilter, decrypt_ranked, rank_memories
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 from memoryhub.services.memories import check_content
@@ -223,7 +223,7 @@ def assemble_context(
             now=now,
         )
         relevant = [r for r in ranked if r.score >= MIN_RELEVANCE]
-        items = load_ranked(user=user, mode=mode, ranked=relevant, cipher=cipher)
+        items = decrypt_ranked(relevant, cipher)
         lists.append(_memories(MEMORIES, "memories", "memories", items))
     if thread is not None and session is not None:
         if agent_settings.is_working_memory_enabled:

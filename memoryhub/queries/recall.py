@@ -29,7 +29,7 @@ from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
-from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
+from memoryhub.models import Importance, Memory, MemoryKind, MemoryQuerySet, Mode, User
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
 from memoryhub.queries.query_terms import query_terms
 from memoryhub.services import audit
@@ -59,18 +59,25 @@ MAX_K = 100
 # Read by the ranking SQL, never by the Python that decrypts: not worth fetching (a vector is
 # 1.5 kB to parse).
 UNREAD_COLUMNS = ("embedding", "blind_tokens")
+_LOADED = [f for f in Memory._meta.concrete_fields if f.attname not in UNREAD_COLUMNS]
+_LOADED_FIELDS = [f.attname for f in _LOADED]
+_LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
 MAX_QUERY_CHARS = 4000
 
 
 @dataclass(frozen=True)
 class RankedMemory:
-    """One memory's place in a ranking: its id, its score and the parts of the score."""
+    """One memory's place in a ranking: its row (still encrypted), its score and its parts."""
 
-    id: UUID
+    row: Memory
     score: float
     cosine: float
     lexical: float
     freshness: float
+
+    @property
+    def id(self) -> UUID:
+        return self.row.id
 
 
 @dataclass(frozen=True)
@@ -168,7 +175,8 @@ def ranking_query(
         "c.kind", {kind: float(days) for kind, days in HALF_LIFE_DAYS.items()}, 90.0
     )
     bonus_sql, bonus_params = _case("c.importance", IMPORTANCE_BONUS, 0.0)
-    # One round trip. Exact cosine over the candidates (a per-user scan through the btree scope
+    # One round trip, which also returns the winners' rows (their ids come from the scoped
+    # candidates). Exact cosine over the candidates (a per-user scan through the btree scope
     # index), the IDF of each query term over the same candidates, freshness from the last use.
     # Each candidate's matching terms are found once, while it is read: its tokens are probed
     # against the query's digests (`= ANY` of a constant array is a hash lookup), so the cost
@@ -207,12 +215,17 @@ def ranking_query(
                 ) END AS freshness,
                 ({bonus_sql})::float8 AS bonus
             FROM candidates c
+        ),
+        top AS (
+            SELECT id, cosine + %s * lexical - %s * (1 - freshness) + bonus AS score,
+                cosine, lexical, freshness
+            FROM scored
+            ORDER BY score DESC, id
+            LIMIT %s
         )
-        SELECT id, cosine + %s * lexical - %s * (1 - freshness) + bonus AS score,
-            cosine, lexical, freshness
-        FROM scored
-        ORDER BY score DESC, id
-        LIMIT %s
+        SELECT top.score, top.cosine, top.lexical, top.freshness, {_LOADED_SQL}
+        FROM top JOIN {Memory._meta.db_table} AS m ON m.id = top.id
+        ORDER BY top.score DESC, top.id
     """  # noqa: S608  # Only our own SQL fragments are formatted in; every value is a parameter.
     params = [
         term_numbers,
@@ -243,7 +256,7 @@ def rank_memories(
 ) -> list[RankedMemory]:
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
-    Reads ids and scores only: nothing is decrypted and nothing is audited here.
+    Nothing is decrypted and nothing is audited here.
     """
     sql, params = ranking_query(
         user=user,
@@ -260,32 +273,21 @@ def rank_memories(
         rows = cursor.fetchall()
     return [
         RankedMemory(
-            id=row[0],
-            score=float(row[1]),
-            cosine=float(row[2]),
-            lexical=float(row[3]),
-            freshness=float(row[4]),
+            row=Memory.from_db(connection.alias, _LOADED_FIELDS, row[4:]),
+            score=float(row[0]),
+            cosine=float(row[1]),
+            lexical=float(row[2]),
+            freshness=float(row[3]),
         )
         for row in rows
     ]
 
 
-def load_ranked(
-    *, user: User, mode: Mode, ranked: Sequence[RankedMemory], cipher: UserCipher
-) -> list[MemoryItem]:
-    """Fetch and decrypt ranked memories in ranking order, each with its score and parts."""
-    rows = {
-        row.pk: row
-        for row in memories_of(user=user, mode=mode)
-        .filter(pk__in=[r.id for r in ranked])
-        .defer(*UNREAD_COLUMNS)
-    }
+def decrypt_ranked(ranked: Sequence[RankedMemory], cipher: UserCipher) -> list[MemoryItem]:
+    """Decrypt ranked memories in ranking order, each with its score and the parts of it."""
     items = []
     for entry in ranked:
-        row = rows.get(entry.id)
-        if row is None:  # Deleted between the two reads.
-            continue
-        item = decrypt_memory(row, cipher, score=round(entry.score, 6))
+        item = decrypt_memory(entry.row, cipher, score=round(entry.score, 6))
         item.extra.update(
             cosine=round(entry.cosine, 6),
             lexical=round(entry.lexical, 6),
@@ -340,7 +342,7 @@ def search_memories(
         k=k,
         recall_filter=recall_filter,
     )
-    items = load_ranked(user=user, mode=mode, ranked=ranked, cipher=cipher)
+    items = decrypt_ranked(ranked, cipher)
     ids = [item.id for item in items]
     audit.record_access(
         actor=actor, subject_user_id=user.pk, action="memory.search", object_ids=ids, mode=mode.slug

@@ -29,7 +29,7 @@ def test_search_returns_the_best_memories_first_with_their_scores(api, user, per
     factories.make_memory(user, personal, "Alice's locker code is QX7731.", embedder=embedder)
     response = api.post("/search", {"user": "alice", "query": "locker QX7731", "k": 2})
     assert response.status_code == 200
-    items = response.json()["items"]
+    items = response.json()["results"]
     assert [item["content"] for item in items][0] == "Alice's locker code is QX7731."
     assert items[0]["score"] >= items[1]["score"]
     assert items[0]["lexical"] > 0
@@ -42,20 +42,20 @@ def test_search_filters_by_kind_and_topic(api, user, personal, embedder):
     )
     factories.make_memory(user, personal, "Ana likes trains.", kind="preference", embedder=embedder)
     body = {"user": "alice", "query": "Ana", "kinds": ["episode"]}
-    assert [i["content"] for i in api.post("/search", body).json()["items"]] == [
+    assert [i["content"] for i in api.post("/search", body).json()["results"]] == [
         "Trip to Oslo with Ana."
     ]
     body = {"user": "alice", "query": "Ana", "topics": ["trains"]}
-    assert [i["content"] for i in api.post("/search", body).json()["items"]] == [
+    assert [i["content"] for i in api.post("/search", body).json()["results"]] == [
         "Ana likes trains."
     ]
 
 
 def test_search_stays_in_its_mode(api, user, personal, work, embedder):
     factories.make_memory(user, work, "Alice leads the billing team.", embedder=embedder)
-    assert api.post("/search", {"user": "alice", "query": "billing"}).json()["items"] == []
+    assert api.post("/search", {"user": "alice", "query": "billing"}).json()["results"] == []
     work_items = api.post("/search", {"user": "alice", "mode": "work", "query": "billing"})
-    assert len(work_items.json()["items"]) == 1
+    assert len(work_items.json()["results"]) == 1
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_a_personal_key_searches_only_its_own_user(caller, user, other_user, emb
     factories.make_memory(user, factories.mode_of(user), "Alice sings.", embedder=embedder)
     personal_key = caller(create_personal_key(user=user, name="cli").raw_key)
     assert (
-        len(personal_key.post("/search", {"user": "alice", "query": "sing"}).json()["items"]) == 1
+        len(personal_key.post("/search", {"user": "alice", "query": "sing"}).json()["results"]) == 1
     )
     assert personal_key.post("/search", {"user": "bob", "query": "sing"}).status_code == 404
 

@@ -134,8 +134,8 @@ def test_recall_search_episodes_and_get_context_use_the_read_path(world, embedde
         ("search_episodes", {"user": "alice", "query": "hiking trip"}),
         ("get_context", {"user": "alice", "message": "Suggest a snack for me"}),
     )
-    assert [m["id"] for m in structured(recalled)["items"]] == [str(peanuts.pk)]
-    assert [m["id"] for m in structured(episodes)["items"]] == [str(trip.pk)]
+    assert [m["id"] for m in structured(recalled)["results"]] == [str(peanuts.pk)]
+    assert [m["id"] for m in structured(episodes)["results"]] == [str(trip.pk)]
     blocks = structured(context)["blocks"]
     assert any("peanuts" in block["text"] for block in blocks)
     assert str(peanuts.pk) in {i for block in blocks for i in block["memory_ids"]}

@@ -88,6 +88,13 @@ def test_word_forms_match_across_inflections(user, personal, embedder, system_ac
     assert items[0].extra["lexical"] > 0
 
 
+def test_a_query_without_words_ranks_by_meaning_alone(user, personal, embedder, system_actor):
+    _remember(user, personal, embedder, system_actor, "Alice is happy today.", "Alice owns a van.")
+    items = _search(user, personal, "🙂 !!", embedder, system_actor, k=2)
+    assert len(items) == 2
+    assert all(item.extra["lexical"] == 0 for item in items)
+
+
 def test_search_never_returns_another_users_or_another_modes_memories(
     user, other_user, personal, work, embedder, system_actor
 ):
