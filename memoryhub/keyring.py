@@ -97,22 +97,32 @@ def _create_key(user_id: UUID) -> bytes:
     return data_key
 
 
+def _unwrap(row: UserKey) -> bytes:
+    return crypto.unwrap_data_key(
+        bytes(row.wrapped_key),
+        master_keys=master_keys(),
+        key_id=row.master_key_id,
+        user_id=row.user_id,
+    )
+
+
 def _load_key(user_id: UUID) -> bytes:
     row = UserKey.objects.filter(user_id=user_id).first()
     if row is None:
         raise KeyDestroyedError("this user's data key does not exist (destroyed or never created)")
-    return crypto.unwrap_data_key(
-        bytes(row.wrapped_key), master_keys=master_keys(), key_id=row.master_key_id, user_id=user_id
-    )
+    return _unwrap(row)
 
 
 def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
     """The user's cipher; creates the data key on first use unless `create` is False."""
     user_id = user.pk if isinstance(user, User) else user
-    row_exists = UserKey.objects.filter(user_id=user_id).exists()
-    if not row_exists and create:
-        return UserCipher(user_id=user_id, data_key=_create_key(user_id))
-    return UserCipher(user_id=user_id, data_key=_load_key(user_id))
+    # One query on the hot path (every read decrypts): load the row, create only when missing.
+    row = UserKey.objects.filter(user_id=user_id).first()
+    if row is not None:
+        return UserCipher(user_id=user_id, data_key=_unwrap(row))
+    if not create:
+        raise KeyDestroyedError("this user's data key does not exist (destroyed or never created)")
+    return UserCipher(user_id=user_id, data_key=_create_key(user_id))
 
 
 def destroy_user_key(user: User | UUID) -> bool:
@@ -129,12 +139,7 @@ def rewrap_all_keys() -> int:
     for row in UserKey.objects.exclude(master_key_id=newest.key_id).iterator():
         with transaction.atomic():
             locked = UserKey.objects.select_for_update().get(pk=row.pk)
-            data_key = crypto.unwrap_data_key(
-                bytes(locked.wrapped_key),
-                master_keys=master_keys(),
-                key_id=locked.master_key_id,
-                user_id=locked.user_id,
-            )
+            data_key = _unwrap(locked)
             locked.wrapped_key = crypto.wrap_data_key(
                 data_key, master=newest, user_id=locked.user_id
             )
