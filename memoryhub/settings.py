@@ -229,6 +229,8 @@ if CELERY_BROKER_URL == "filesystem://":
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),
+        # The exchange table; kombu's default is ./control, a folder in whatever the cwd is.
+        "control_folder": str(DATA_DIR / "celery-control"),
     }
 elif (CELERY_BROKER_URL or "").startswith(("redis://", "rediss://")):
     # With acks_late, a task whose worker died is redelivered once this many seconds have
