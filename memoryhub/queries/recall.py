@@ -178,34 +178,39 @@ def ranking_query(
     # One round trip, which also returns the winners' rows (their ids come from the scoped
     # candidates). Exact cosine over the candidates (a per-user scan through the btree scope
     # index), the IDF of each query term over the same candidates, freshness from the last use.
-    # Each candidate's matching terms are found once, while it is read: its tokens are probed
-    # against the query's digests (`= ANY` of a constant array is a hash lookup), so the cost
-    # grows with the candidates' tokens, and no join is left for a misestimate to spoil.
+    # While a candidate is read, its tokens are probed against the query's digests (`= ANY` of
+    # a constant array is a hash lookup); only the few hits are then joined to their terms, once
+    # for all candidates. A join or DISTINCT inside the per-row probe would build a hash table
+    # for every candidate, which cost more than the cosine itself (docs/retrieval.md).
     sql = f"""
         WITH terms(term, digest) AS (SELECT * FROM unnest(%s::int[], %s::varchar[])),
         candidates AS MATERIALIZED (
             SELECT c.*, ARRAY(
-                SELECT DISTINCT terms.term
-                FROM unnest(c.blind_tokens) AS token JOIN terms ON terms.digest = token
-                WHERE token = ANY(%s::varchar[])
-            ) AS terms
+                SELECT token FROM unnest(c.blind_tokens) AS token WHERE token = ANY(%s::varchar[])
+            ) AS hits
             FROM ({candidate_sql}) AS c
+        ),
+        hits AS MATERIALIZED (
+            SELECT c.id, unnest(c.hits) AS digest FROM candidates c WHERE c.hits <> '{{}}'
+        ),
+        matches AS MATERIALIZED (
+            SELECT DISTINCT hits.id, terms.term FROM hits JOIN terms ON terms.digest = hits.digest
         ),
         size AS (SELECT count(*)::float8 AS n FROM candidates),
         weights AS MATERIALIZED (
             SELECT df.term, ln(1 + (size.n - df.n + 0.5) / (df.n + 0.5)) / ln(1 + size.n) AS weight
-            FROM (
-                SELECT term, count(*) AS n FROM candidates, unnest(candidates.terms) AS term
-                GROUP BY term
-            ) AS df CROSS JOIN size
+            FROM (SELECT term, count(*) AS n FROM matches GROUP BY term) AS df CROSS JOIN size
+        ),
+        lexical AS MATERIALIZED (
+            SELECT matches.id, sum(weights.weight) AS lexical
+            FROM matches JOIN weights ON weights.term = matches.term
+            GROUP BY matches.id
         ),
         scored AS (
             SELECT
                 c.id,
                 coalesce(1 - c.distance, 0) AS cosine,
-                CASE WHEN cardinality(c.terms) = 0 THEN 0 ELSE (
-                    SELECT sum(w.weight) FROM weights w WHERE w.term = ANY(c.terms)
-                ) END AS lexical,
+                coalesce(l.lexical, 0) AS lexical,
                 -- float8 throughout: numeric power() would cost more than the whole ranking.
                 CASE WHEN c.importance = %s THEN 1.0::float8 ELSE power(
                     0.5::float8,
@@ -214,7 +219,7 @@ def ranking_query(
                     / ({half_life_sql})::float8
                 ) END AS freshness,
                 ({bonus_sql})::float8 AS bonus
-            FROM candidates c
+            FROM candidates c LEFT JOIN lexical l ON l.id = c.id
         ),
         top AS (
             SELECT id, cosine + %s * lexical - %s * (1 - freshness) + bonus AS score,

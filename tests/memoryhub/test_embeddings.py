@@ -42,3 +42,15 @@ def test_an_empty_batch_needs_no_model():
     fresh = MiniLMEmbedder()
     assert fresh.embed([]) == []
     assert fresh._model is None
+
+
+def test_one_text_gets_the_same_vector_as_the_model_encode_gives():
+    # A fresh embedder whose first call is the one-text path: the model must already be in
+    # inference mode (dropout off), and a text past 256 tokens is truncated as encode does.
+    fresh = MiniLMEmbedder()
+    texts = ["Where did Alice go on holiday last summer?", "word " * 400]
+    singles = [fresh.embed([text])[0] for text in texts]
+    encoded = fresh._load().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    for single, reference in zip(singles, encoded, strict=True):
+        assert max(abs(a - b) for a, b in zip(single, reference.tolist(), strict=True)) < 1e-5
+    assert fresh.embed([texts[0]]) == singles[:1]  # deterministic

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
 from django.utils import timezone
 
 from memoryhub.errors import InvalidInputError
@@ -313,3 +314,19 @@ def test_the_access_buffer_flushes_once_its_oldest_entry_is_old_enough(
     row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
     assert row.access_count == 2
     assert row.last_accessed_at == datetime(2025, 1, 1, 0, 0, 6, tzinfo=UTC)
+
+
+def test_a_long_memory_keeps_its_embedding_in_its_row(user, personal, embedder, system_actor):
+    # A memory this long makes a row past PostgreSQL's 2 kB TOAST threshold; its embedding must
+    # still be read from the row itself, not from the TOAST table (one page per candidate).
+    content = " ".join(f"Alice planted tomato variety number {n} in the garden." for n in range(12))
+    [memory] = _remember(user, personal, embedder, system_actor, content)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(embedding), pg_column_size(m.*) "
+            "FROM memoryhub_memory m WHERE id = %s",
+            [memory.pk],
+        )
+        chunk_id, row_bytes = cursor.fetchone()
+    assert row_bytes > 2032
+    assert chunk_id is None
