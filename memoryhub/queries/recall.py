@@ -178,20 +178,19 @@ def ranking_query(
     # One round trip, which also returns the winners' rows (their ids come from the scoped
     # candidates). Exact cosine over the candidates (a per-user scan through the btree scope
     # index), the IDF of each query term over the same candidates, freshness from the last use.
-    # While a candidate is read, its tokens are probed against the query's digests (`= ANY` of
-    # a constant array is a hash lookup); only the few hits are then joined to their terms, once
-    # for all candidates. A join or DISTINCT inside the per-row probe would build a hash table
-    # for every candidate, which cost more than the cosine itself (docs/retrieval.md).
+    # The candidates' tokens are flattened in one pass and probed against the query's digests
+    # (`= ANY` of a constant array is a hash lookup); only the few hits are joined to their
+    # terms. A subquery per candidate (let alone a join or DISTINCT in it, which builds hash
+    # tables for every row) cost more than the cosine itself (docs/retrieval.md).
     sql = f"""
         WITH terms(term, digest) AS (SELECT * FROM unnest(%s::int[], %s::varchar[])),
         candidates AS MATERIALIZED (
-            SELECT c.*, ARRAY(
-                SELECT token FROM unnest(c.blind_tokens) AS token WHERE token = ANY(%s::varchar[])
-            ) AS hits
-            FROM ({candidate_sql}) AS c
+            SELECT c.* FROM ({candidate_sql}) AS c
         ),
         hits AS MATERIALIZED (
-            SELECT c.id, unnest(c.hits) AS digest FROM candidates c WHERE c.hits <> '{{}}'
+            SELECT t.id, t.digest FROM (
+                SELECT c.id, unnest(c.blind_tokens) AS digest FROM candidates c
+            ) AS t WHERE t.digest = ANY(%s::varchar[])
         ),
         matches AS MATERIALIZED (
             SELECT DISTINCT hits.id, terms.term FROM hits JOIN terms ON terms.digest = hits.digest
@@ -235,8 +234,8 @@ def ranking_query(
     params = [
         term_numbers,
         digests,
-        digests,
         *candidate_params,
+        digests,
         Importance.CRITICAL.value,
         now or timezone.now(),
         *half_life_params,
