@@ -117,15 +117,20 @@ class AnthropicExtractor:
         summary_ids: dict[str, None] = {}
         items: list[ExtractedItem] = []
         usage = TokenUsage()
-        for number, lines in enumerate(chunks, 1):
-            prompt = _user_prompt(lines, number, len(chunks), summary)
-            response = self._create(prompt)
-            usage += _usage(response)
-            chunk_summary, chunk_items = parse_tool_input(_tool_input(response), refs)
-            if chunk_summary is not None:
-                summary_ids.update(dict.fromkeys(chunk_summary.quote_message_ids))
-                summary = chunk_summary
-            items.extend(chunk_items)
+        try:
+            for number, lines in enumerate(chunks, 1):
+                prompt = _user_prompt(lines, number, len(chunks), summary)
+                response = self._create(prompt)
+                usage += _usage(response)
+                chunk_summary, chunk_items = parse_tool_input(_tool_input(response), refs)
+                if chunk_summary is not None:
+                    summary_ids.update(dict.fromkeys(chunk_summary.quote_message_ids))
+                    summary = chunk_summary
+                items.extend(chunk_items)
+        except ExtractionError as error:
+            # Billed all the same: earlier chunks' replies and a malformed or cut-off one.
+            error.usage = usage
+            raise
         if summary is not None:
             # Each chunk's summary covers the session so far; it cites every chunk before it.
             summary = SessionSummary(summary.text, summary.topic, tuple(summary_ids))

@@ -50,7 +50,15 @@ _STRAIGHT_QUOTES = str.maketrans(
 
 
 class ExtractionError(Exception):
-    """Extraction failed as a whole (API error, timeout, malformed output); retry the run."""
+    """Extraction failed as a whole (API error, timeout, malformed output); retry the run.
+
+    `usage` is what the failed attempt still spent (replies received before the failure, or
+    the malformed reply itself): those tokens count against the budget like any others.
+    """
+
+    def __init__(self, message: str, *, usage: TokenUsage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage if usage is not None else TokenUsage()
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from memoryhub.extraction import (
     ExtractionError,
     ExtractionResult,
     Extractor,
+    TokenUsage,
     Transcript,
     TranscriptMessage,
     split_grounded,
@@ -185,13 +186,14 @@ def run_extraction(
         return _finish_run(run, session_row, transcript, result, embedder, actor)
     except MemoryPausedError:
         # Paused while the extractor ran: the writes were refused; keep nothing, do not retry.
-        _fail_run(run, session_row, "the user paused memory")
+        _fail_run(run, session_row, "the user paused memory", TokenUsage())
         _set_session_status(session_row, Session.ExtractionStatus.SKIPPED)
         return None
     except Exception as error:
         # ExtractionError messages never hold transcript text; others are reduced to their type.
         reason = str(error) if isinstance(error, ExtractionError) else type(error).__name__
-        _fail_run(run, session_row, reason)
+        spent = error.usage if isinstance(error, ExtractionError) else TokenUsage()
+        _fail_run(run, session_row, reason, spent)
         raise
 
 
@@ -220,9 +222,16 @@ def _start_run(run: ExtractionRun, session: Session, choice: ExtractorChoice) ->
     _set_session_status(session, Session.ExtractionStatus.RUNNING)
 
 
-def _fail_run(run: ExtractionRun, session: Session, reason: str) -> None:
+def _fail_run(run: ExtractionRun, session: Session, reason: str, spent: TokenUsage) -> None:
+    # Tokens add up over the attempts of a run: a failed attempt was billed too.
     ExtractionRun.objects.filter(pk=run.pk).exclude(status=ExtractionRun.Status.DONE).update(
-        status=ExtractionRun.Status.FAILED, error=reason[:1000], finished_at=timezone.now()
+        status=ExtractionRun.Status.FAILED,
+        error=reason[:1000],
+        finished_at=timezone.now(),
+        input_tokens=F("input_tokens") + spent.input_tokens,
+        output_tokens=F("output_tokens") + spent.output_tokens,
+        cache_read_tokens=F("cache_read_tokens") + spent.cache_read_tokens,
+        cache_creation_tokens=F("cache_creation_tokens") + spent.cache_creation_tokens,
     )
     Session.objects.filter(pk=session.pk).exclude(
         extraction_status=Session.ExtractionStatus.DONE
@@ -259,10 +268,11 @@ def _finish_run(
         locked.extractor = (
             f"{result.extractor}:{result.model}" if result.model else result.extractor
         )[:32]
-        locked.input_tokens = result.usage.input_tokens
-        locked.output_tokens = result.usage.output_tokens
-        locked.cache_read_tokens = result.usage.cache_read_tokens
-        locked.cache_creation_tokens = result.usage.cache_creation_tokens
+        # Added to what the run's failed attempts, if any, already spent.
+        locked.input_tokens += result.usage.input_tokens
+        locked.output_tokens += result.usage.output_tokens
+        locked.cache_read_tokens += result.usage.cache_read_tokens
+        locked.cache_creation_tokens += result.usage.cache_creation_tokens
         locked.items_written = report.written + (1 if summary_id else 0)
         locked.items_rejected = len(rejected) + report.rejected
         locked.finished_at = timezone.now()

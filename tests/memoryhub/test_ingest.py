@@ -10,7 +10,7 @@ from memoryhub.extraction import ExtractionError
 from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.models import ActorType, Channel, ExtractionRun, Memory, Message
 from memoryhub.queries.memories import MemoryItem, list_memories
-from memoryhub.services.ingest import run_extraction
+from memoryhub.services.ingest import run_extraction, tokens_used_today
 from memoryhub.services.preferences import set_memory_paused
 from memoryhub.services.sessions import add_message, end_session, start_session
 from tests import factories
@@ -390,11 +390,30 @@ def test_malformed_output_fails_the_run_cleanly_and_a_retry_succeeds(
     session.refresh_from_db()
     assert (run.status, session.extraction_status) == ("failed", "failed")
     assert "items" in run.error
+    # Both replies were billed, the malformed one included.
+    assert (run.input_tokens, run.output_tokens) == (2 * 1200, 2 * 300)
     assert Memory.objects.for_owner(user=user, mode=None).count() == 0  # Nothing half-written.
     fake.add_replies(_chunk_reply(1), _chunk_reply(2))
     retried = _extract(session, embedder, _small_chunk_extractor(fake))
     assert (retried.pk, retried.status, retried.error) == (run.pk, "done", "")
     assert len(_memories(user, personal, "fact")) == 2
+    assert (retried.input_tokens, retried.output_tokens) == (4 * 1200, 4 * 300)
+
+
+def test_tokens_of_a_failed_attempt_count_against_the_budget(user, personal, embedder, claude):
+    user.workspace.llm_daily_token_budget = 1000
+    user.workspace.save(update_fields=["llm_daily_token_budget"])
+    # The model ignores the forced tool: the attempt fails, but its 900 + 300 tokens were spent.
+    claude.add_replies(
+        tool_use_reply({"summary": None}, input_tokens=900, output_tokens=300),
+    )
+    session = _converse(user, personal, embedder, "Hello there.")
+    with pytest.raises(ExtractionError):
+        _extract(session, embedder)
+    assert tokens_used_today(user.workspace) == 1200
+    second = _heard(user, personal, embedder, "I prefer window seats.")
+    assert (second.extractor, second.fell_back_to_offline) == ("offline", True)
+    assert len(claude.requests) == 1
 
 
 def test_the_budget_belongs_to_the_workspace(user, personal, embedder, claude):
