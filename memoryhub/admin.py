@@ -105,6 +105,7 @@ class ExtractionRunAdmin(admin.ModelAdmin[ExtractionRun]):
         "items_rejected",
         "input_tokens",
         "output_tokens",
+        "requeue_count",
     )
     list_filter = ("status", "fell_back_to_offline", "extractor")
     readonly_fields = ("error",)

@@ -250,6 +250,10 @@ CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "end-idle-sessions": {"task": "memoryhub.end_idle_sessions", "schedule": 60.0},
+    "requeue-failed-extractions": {
+        "task": "memoryhub.requeue_failed_extractions",
+        "schedule": 900.0,
+    },
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
     # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
     "decay-memories": {"task": "memoryhub.decay_memories", "schedule": 86400.0},
@@ -270,6 +274,12 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 MEMORYHUB_EXTRACTION_MODEL = env_str("MEMORYHUB_EXTRACTION_MODEL", "claude-haiku-4-5") or ""
 MEMORYHUB_LLM_TIMEOUT_SECONDS = env_int("MEMORYHUB_LLM_TIMEOUT_SECONDS", 60)
 MEMORYHUB_LLM_MAX_RETRIES = env_int("MEMORYHUB_LLM_MAX_RETRIES", 3)
+# An extraction that failed for good (its task's own retries spent) is queued again by a sweep
+# once it has rested this long, twice as long before each further try, at most this many times.
+MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES = env_int(
+    "MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES", 60
+)
+MEMORYHUB_EXTRACTION_MAX_REQUEUES = env_int("MEMORYHUB_EXTRACTION_MAX_REQUEUES", 3)
 
 # Limits of the agent API.
 MEMORYHUB_MAX_CONTENT_BYTES = env_int("MEMORYHUB_MAX_CONTENT_BYTES", 32 * 1024)

@@ -56,6 +56,19 @@ def extract_session(session_id: str) -> str | None:
 
 
 @shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.requeue_failed_extractions",
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    max_retries=3,
+    soft_time_limit=240,
+    time_limit=300,
+)
+def requeue_failed_extractions() -> int:
+    """Queue again the failed extractions that have rested long enough."""
+    return sessions.requeue_failed_extractions()
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
     name="memoryhub.end_idle_sessions",
     acks_late=True,
     autoretry_for=(OperationalError, InterfaceError),

@@ -118,6 +118,9 @@ class ExtractionRun(models.Model):
     items_rejected = models.PositiveIntegerField(default=0, help_text="Ungrounded: hallucinations.")
     fell_back_to_offline = models.BooleanField(default=False)
     error = models.TextField(blank=True)
+    requeue_count = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times the sweep queued this run again after it failed."
+    )
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -20,7 +22,7 @@ from memoryhub.extraction import Transcript, TranscriptMessage, is_grounded
 from memoryhub.extraction.offline import OfflineExtractor
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
-from memoryhub.models import Agent, Message, Mode, Session, User
+from memoryhub.models import Agent, ExtractionRun, Message, Mode, Session, User
 from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import StoreReport, is_explicit_statement, store_items
 from memoryhub.services.ingest import MESSAGE_TABLE
@@ -226,6 +228,43 @@ def end_session(*, session: Session, actor: Actor, reason: str = "explicit") -> 
             mode=locked.mode.slug,
         )
     return locked
+
+
+def requeue_failed_extractions(*, now: datetime | None = None) -> int:
+    """Queue again each failed extraction that has rested long enough; return how many.
+
+    A run fails for good once its task's own retries are spent (the LLM down for half an hour,
+    say). The sweep gives it another try after MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES, then
+    twice as long before each further one, MEMORYHUB_EXTRACTION_MAX_REQUEUES times at most.
+    """
+    now = now or timezone.now()
+    first_wait = timedelta(minutes=settings.MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES)
+    failed = ExtractionRun.objects.filter(
+        status=ExtractionRun.Status.FAILED,
+        finished_at__lt=now - first_wait,
+        requeue_count__lt=settings.MEMORYHUB_EXTRACTION_MAX_REQUEUES,
+        session__extraction_status=Session.ExtractionStatus.FAILED,
+    )
+    count = 0
+    for run in failed.only("pk", "session_id", "finished_at", "requeue_count").iterator():
+        rested = run.finished_at is not None and (
+            run.finished_at <= now - first_wait * 2**run.requeue_count
+        )
+        if not rested:
+            continue
+        with transaction.atomic():
+            # Counted under a condition, so two sweeps at once queue it only once.
+            claimed = ExtractionRun.objects.filter(
+                pk=run.pk, status=ExtractionRun.Status.FAILED, requeue_count=run.requeue_count
+            ).update(requeue_count=F("requeue_count") + 1)
+            if not claimed:
+                continue
+            Session.objects.filter(pk=run.session_id).update(
+                extraction_status=Session.ExtractionStatus.QUEUED
+            )
+            transaction.on_commit(partial(_enqueue_extraction, run.session_id))
+        count += 1
+    return count
 
 
 def _enqueue_extraction(session_id: UUID) -> None:

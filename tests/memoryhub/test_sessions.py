@@ -18,9 +18,9 @@ from memoryhub.errors import (
     MemoryPausedError,
     NotFoundError,
 )
-from memoryhub.models import ActorType, Channel, Memory, Message, Session
+from memoryhub.models import ActorType, Channel, ExtractionRun, Memory, Message, Session
 from memoryhub.queries.memories import list_memories
-from memoryhub.services.ingest import load_transcript
+from memoryhub.services.ingest import extraction_key, load_transcript
 from memoryhub.services.preferences import set_memory_paused
 from memoryhub.services.sessions import (
     add_message,
@@ -30,6 +30,7 @@ from memoryhub.services.sessions import (
     get_session,
     get_working_memory,
     put_working_memory,
+    requeue_failed_extractions,
     start_session,
 )
 from tests import factories
@@ -256,3 +257,79 @@ def test_another_users_mode_or_agents_session_is_not_found(user, other_user, per
     with pytest.raises(NotFoundError):
         get_session(user=user, mode=personal, session_id="not-a-uuid")
     assert Session.objects.count() == 1
+
+
+def _failed_extraction(session, embedder, finished_at):
+    _say(session, "I prefer window seats.", embedder)
+    end_session(session=session, actor=AGENT)
+    run = ExtractionRun.objects.create(
+        session=session,
+        idempotency_key=extraction_key(session.pk),
+        extractor="anthropic",
+        status=ExtractionRun.Status.FAILED,
+        error="Anthropic API error 529",
+        finished_at=finished_at,
+    )
+    Session.objects.filter(pk=session.pk).update(extraction_status="failed")
+    return run
+
+
+def test_a_failed_extraction_is_queued_again_after_a_rest_and_then_succeeds(
+    user, personal, session, embedder, settings, django_capture_on_commit_callbacks
+):
+    settings.MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES = 60
+    failed_at = timezone.now()
+    run = _failed_extraction(session, embedder, failed_at)
+    with time_machine.travel(failed_at + timedelta(minutes=59), tick=False):
+        assert requeue_failed_extractions() == 0
+    with (
+        time_machine.travel(failed_at + timedelta(minutes=61), tick=False),
+        django_capture_on_commit_callbacks() as callbacks,
+    ):
+        assert requeue_failed_extractions() == 1
+        assert requeue_failed_extractions() == 0  # Queued once, not once per sweep.
+    session.refresh_from_db()
+    assert session.extraction_status == "queued"
+    assert len(callbacks) == 1
+    app.conf.task_always_eager = True
+    try:
+        callbacks[0]()
+    finally:
+        app.conf.task_always_eager = False
+    run.refresh_from_db()
+    session.refresh_from_db()
+    assert (run.status, run.requeue_count, session.extraction_status) == ("done", 1, "done")
+    contents = {item.content for item in list_memories(user=user, mode=personal, actor=AGENT)}
+    assert "The user prefers window seats." in contents
+
+
+def test_requeues_back_off_and_stop_after_the_limit(session, embedder, settings):
+    settings.MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES = 60
+    settings.MEMORYHUB_EXTRACTION_MAX_REQUEUES = 2
+    failed_at = timezone.now()
+    run = _failed_extraction(session, embedder, failed_at)
+    ExtractionRun.objects.filter(pk=run.pk).update(requeue_count=1)
+    # The second try waits twice as long as the first.
+    with time_machine.travel(failed_at + timedelta(minutes=100), tick=False):
+        assert requeue_failed_extractions() == 0
+    with time_machine.travel(failed_at + timedelta(minutes=121), tick=False):
+        assert requeue_failed_extractions() == 1
+    # It failed again: the limit is reached, an admin sees it in the extraction runs.
+    ExtractionRun.objects.filter(pk=run.pk).update(status="failed")
+    Session.objects.filter(pk=session.pk).update(extraction_status="failed")
+    with time_machine.travel(failed_at + timedelta(days=30), tick=False):
+        assert requeue_failed_extractions() == 0
+    run.refresh_from_db()
+    assert run.requeue_count == 2
+
+
+def test_only_failed_extractions_are_queued_again(session, embedder):
+    failed_at = timezone.now() - timedelta(days=1)
+    run = _failed_extraction(session, embedder, failed_at)
+    for status in ("done", "running"):
+        ExtractionRun.objects.filter(pk=run.pk).update(status=status)
+        assert requeue_failed_extractions() == 0
+    # The session was skipped since (the user paused memory): leave it alone.
+    ExtractionRun.objects.filter(pk=run.pk).update(status="failed")
+    Session.objects.filter(pk=session.pk).update(extraction_status="skipped")
+    assert requeue_failed_extractions() == 0
