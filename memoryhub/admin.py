@@ -4,16 +4,58 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from memoryhub.models import Agent, ApiKey, AuditEntry, ExtractionRun, Mode, User, Workspace
+from memoryhub.errors import InvalidInputError
+from memoryhub.models import (
+    Agent,
+    ApiKey,
+    AuditEntry,
+    ExtractionRun,
+    Mode,
+    User,
+    Workspace,
+    WorkspaceNodeType,
+)
+from memoryhub.services.graph.recording import check_node_type_slug
+
+
+class WorkspaceNodeTypeForm(forms.ModelForm[WorkspaceNodeType]):
+    class Meta:
+        model = WorkspaceNodeType
+        fields = ("slug", "name", "is_transient")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["name"].required = False  # Defaults to the slug, as in declare_node_type.
+
+    def clean_slug(self) -> str:
+        # The same rule as the graph service's declare_node_type: a slug, not a built-in type.
+        try:
+            return check_node_type_slug(self.cleaned_data.get("slug", ""))
+        except InvalidInputError as error:
+            raise forms.ValidationError(str(error)) from None
+
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data.get("name") or "").strip()
+        return name or str(self.data.get(self.add_prefix("slug"), "")).strip()
+
+
+class WorkspaceNodeTypeInline(admin.TabularInline[WorkspaceNodeType, Workspace]):
+    """The workspace's own graph node types ("hotel", "course"): agents report items of them."""
+
+    model = WorkspaceNodeType
+    form = WorkspaceNodeTypeForm
+    extra = 1
 
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin[Workspace]):
     list_display = ("slug", "name", "review_threshold", "created_at")
     search_fields = ("slug", "name")
+    inlines = (WorkspaceNodeTypeInline,)
 
 
 @admin.register(User)

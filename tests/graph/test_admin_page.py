@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 from allauth.mfa.models import Authenticator
+from django.forms import MultiWidget
 from django.utils import timezone
 
-from memoryhub.models import AuditEntry
+from memoryhub.models import AuditEntry, WorkspaceNodeType
 from memoryhub.services import graph
 from tests import factories
 
@@ -72,3 +73,77 @@ def test_the_graph_pages_are_refused_to_non_staff(client, user, small_graph, pat
     client.force_login(user)
     response = client.get("/admin-tools/" + path.format(slug=small_graph.slug))
     assert response.status_code == 403
+
+
+@pytest.fixture
+def superuser_client(client, workspace):
+    root = factories.make_user(workspace=workspace, email="admin@example.com")
+    root.is_staff = root.is_superuser = True
+    root.save(update_fields=["is_staff", "is_superuser"])
+    Authenticator.objects.create(user=root, type=Authenticator.Type.TOTP, data={"secret": "x"})
+    client.force_login(root)
+    return client
+
+
+def _workspace_form_data(client, workspace, slug, *, name="", is_transient=False):
+    """The admin change form of the workspace as it stands, plus one new node type."""
+    page = client.get(f"/admin/memoryhub/workspace/{workspace.pk}/change/")
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    data = {}
+    for field_name, field in form.fields.items():
+        value = form[field_name].value()
+        if isinstance(field.widget, MultiWidget):  # The split date and time of created_at.
+            for index, part in enumerate(field.widget.decompress(value)):
+                data[f"{field_name}_{index}"] = part
+        elif value is not None:
+            data[field_name] = field.widget.format_value(value)
+    prefix = "graph_node_types"
+    existing = list(WorkspaceNodeType.objects.filter(workspace=workspace).order_by("pk"))
+    rows = [(str(t.pk), t.slug, t.name, t.is_transient) for t in existing]
+    rows.append(("", slug, name, is_transient))
+    data[f"{prefix}-TOTAL_FORMS"] = str(len(rows))
+    data[f"{prefix}-INITIAL_FORMS"] = str(len(existing))
+    for index, (pk, row_slug, row_name, row_transient) in enumerate(rows):
+        data[f"{prefix}-{index}-id"] = pk
+        data[f"{prefix}-{index}-workspace"] = str(workspace.pk)
+        data[f"{prefix}-{index}-slug"] = row_slug
+        data[f"{prefix}-{index}-name"] = row_name
+        if row_transient:
+            data[f"{prefix}-{index}-is_transient"] = "on"
+    return data
+
+
+def test_an_admin_declares_a_workspace_node_type_on_the_workspace_page(superuser_client, workspace):
+    data = _workspace_form_data(superuser_client, workspace, "hotel", name="Hotel")
+    response = superuser_client.post(f"/admin/memoryhub/workspace/{workspace.pk}/change/", data)
+    assert response.status_code == 302, response.context["inline_admin_formsets"][0].formset.errors
+    assert graph.declared_types(workspace) == {"hotel": False}
+    data = _workspace_form_data(superuser_client, workspace, "spa-visit", is_transient=True)
+    superuser_client.post(f"/admin/memoryhub/workspace/{workspace.pk}/change/", data)
+    assert graph.declared_types(workspace) == {"hotel": False, "spa-visit": True}
+    assert WorkspaceNodeType.objects.get(slug="spa-visit").name == "spa-visit"
+
+
+@pytest.mark.parametrize(
+    ("slug", "message"),
+    [("query", "built-in node type"), ("Hotel", "lowercase slug")],
+)
+def test_the_admin_refuses_a_built_in_or_malformed_node_type(
+    superuser_client, workspace, slug, message
+):
+    data = _workspace_form_data(superuser_client, workspace, slug)
+    response = superuser_client.post(f"/admin/memoryhub/workspace/{workspace.pk}/change/", data)
+    assert response.status_code == 200
+    [inline] = response.context["inline_admin_formsets"]
+    assert message in str(inline.formset.errors)
+    assert graph.declared_types(workspace) == {}
+
+
+def test_the_admin_refuses_a_node_type_declared_twice(superuser_client, workspace):
+    graph.declare_node_type(workspace=workspace, slug="hotel")
+    data = _workspace_form_data(superuser_client, workspace, "hotel")
+    response = superuser_client.post(f"/admin/memoryhub/workspace/{workspace.pk}/change/", data)
+    assert response.status_code == 200
+    assert "duplicate" in str(response.context["inline_admin_formsets"][0].formset.errors)
+    assert WorkspaceNodeType.objects.filter(workspace=workspace).count() == 1

@@ -117,15 +117,21 @@ def declared_types(workspace: Workspace | int) -> dict[str, bool]:
     )
 
 
-def declare_node_type(
-    *, workspace: Workspace, slug: str, name: str = "", is_transient: bool = False
-) -> WorkspaceNodeType:
-    """Declare a node type of the workspace's own. Raises InvalidInputError, ConflictError."""
+def check_node_type_slug(slug: str) -> str:
+    """The slug of a new node type, stripped; InvalidInputError if malformed or built in."""
     slug = (slug or "").strip()
     if not NODE_TYPE_SLUG.match(slug):
         raise InvalidInputError("a node type is a lowercase slug of at most 64 characters")
     if slug in NodeType.values or slug in TOOL_TYPES:
         raise InvalidInputError(f"{slug!r} is a built-in node type")
+    return slug
+
+
+def declare_node_type(
+    *, workspace: Workspace, slug: str, name: str = "", is_transient: bool = False
+) -> WorkspaceNodeType:
+    """Declare a node type of the workspace's own. Raises InvalidInputError, ConflictError."""
+    slug = check_node_type_slug(slug)
     try:
         with transaction.atomic():
             return WorkspaceNodeType.objects.create(
