@@ -79,20 +79,51 @@ def record_access(
 
 
 @dataclass(frozen=True)
+class ChainHead:
+    """The last row of the chain: kept outside the database, it is an anchor (see verify_chain)."""
+
+    row_id: int
+    row_hash: str
+
+    def __str__(self) -> str:
+        return f"{self.row_id}:{self.row_hash}"
+
+    @classmethod
+    def parse(cls, text: str) -> ChainHead:
+        """Read "<row id>:<row hash>"; raise ValueError when it is not one."""
+        row_id, _, row_hash = text.strip().partition(":")
+        if not row_id.isdigit() or len(row_hash) != 64 or not _is_hex(row_hash):
+            raise ValueError("an anchor is <row id>:<64 hex digits>, as verify_audit prints it")
+        return cls(int(row_id), row_hash.lower())
+
+
+def _is_hex(text: str) -> bool:
+    return all(char in "0123456789abcdefABCDEF" for char in text)
+
+
+@dataclass(frozen=True)
 class ChainReport:
     rows_checked: int
     first_broken_id: int | None
     reason: str = ""
+    head: ChainHead | None = None
 
     @property
     def is_intact(self) -> bool:
-        return self.first_broken_id is None
+        return self.first_broken_id is None and not self.reason
 
 
-def verify_chain() -> ChainReport:
-    """Walk the chain in order; report the first row whose hash or link does not match."""
+def verify_chain(*, anchor: ChainHead | None = None) -> ChainReport:
+    """Walk the chain in order; report the first row whose hash or link does not match.
+
+    The chain alone cannot tell that rows were cut off its end. An anchor, a head printed by an
+    earlier check and kept outside the database, can: its row must still be in the chain, with
+    the same hash, else rows up to it were removed (or rewritten).
+    """
     expected_prev = GENESIS_HASH
     checked = 0
+    head: ChainHead | None = None
+    anchor_seen = anchor is None
     for entry in AuditEntry.objects.order_by("id").iterator(chunk_size=2000):
         if entry.prev_hash != expected_prev:
             return ChainReport(
@@ -102,6 +133,21 @@ def verify_chain() -> ChainReport:
             return ChainReport(
                 checked, entry.id, "row content does not match its hash (row edited?)"
             )
+        if anchor is not None and entry.id == anchor.row_id:
+            if entry.row_hash != anchor.row_hash:
+                return ChainReport(
+                    checked, entry.id, "the anchor row's hash differs (chain rewritten?)"
+                )
+            anchor_seen = True
         expected_prev = entry.row_hash
+        head = ChainHead(entry.id, entry.row_hash)
         checked += 1
-    return ChainReport(checked, None)
+    if not anchor_seen:
+        return ChainReport(
+            checked,
+            None,
+            f"the anchor row {anchor.row_id if anchor else ''} is gone: rows were removed from "
+            "the end of the log",
+            head,
+        )
+    return ChainReport(checked, None, head=head)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
 from memoryhub.actors import Actor
@@ -89,3 +89,52 @@ def test_verify_audit_exits_zero_on_a_whole_chain(db, system_actor, capsys):
         record_access(actor=system_actor, subject_user_id=None, action=f"a{i}")
     call_command("verify_audit")
     assert "intact" in capsys.readouterr().out
+
+
+def _head(capsys):
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("Chain head: ")]
+    return line.removeprefix("Chain head: ")
+
+
+def test_verify_audit_prints_the_head_and_finds_it_again_later(db, system_actor, capsys):
+    for i in range(3):
+        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}")
+    call_command("verify_audit")
+    head = _head(capsys)
+    record_access(actor=system_actor, subject_user_id=None, action="later")
+    call_command("verify_audit", expect_head=head)
+    out = capsys.readouterr().out
+    assert "intact" in out
+    assert "found with its hash" in out
+
+
+def test_an_anchor_detects_rows_cut_off_the_end_of_the_log(db, system_actor, capsys):
+    entries = [
+        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}") for i in range(5)
+    ]
+    call_command("verify_audit")
+    head = _head(capsys)
+    # The last two rows go: the chain that is left is whole, only the anchor can tell.
+    _with_trigger_disabled("DELETE FROM memoryhub_auditentry WHERE id >= %s", [entries[3].pk])
+    assert verify_chain().is_intact
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("verify_audit", expect_head=head)
+    assert exit_info.value.code == 1
+    assert "removed from the end" in capsys.readouterr().out
+
+
+def test_an_anchor_detects_a_rewritten_chain(db, system_actor, capsys):
+    entries = [
+        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}") for i in range(3)
+    ]
+    forged = f"{entries[-1].pk}:{'0' * 64}"
+    with pytest.raises(SystemExit):
+        call_command("verify_audit", expect_head=forged)
+    assert "hash differs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("anchor", ["", "12", "x:" + "0" * 64, "12:abc", "12:" + "g" * 64])
+def test_verify_audit_refuses_a_malformed_anchor(db, anchor):
+    with pytest.raises(CommandError, match="an anchor is"):
+        call_command("verify_audit", expect_head=anchor or " ")

@@ -5,21 +5,45 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memoryhub.services.audit import verify_chain
+from memoryhub.services.audit import ChainHead, verify_chain
 
 
 class Command(BaseCommand):
-    help = "Verify the access audit's HMAC chain. Exit status 0: intact; 1: broken."
+    help = (
+        "Verify the access audit's HMAC chain. Exit status 0: intact; 1: broken. Prints the "
+        "chain head: keep it outside the database and pass it back with --expect-head to also "
+        "detect rows removed from the end of the log."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--expect-head",
+            metavar="ID:HASH",
+            help="a head printed by an earlier run: it must still be in the chain",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = verify_chain()
+        anchor = None
+        if options["expect_head"]:
+            try:
+                anchor = ChainHead.parse(options["expect_head"])
+            except ValueError as error:
+                raise CommandError(str(error)) from None
+        report = verify_chain(anchor=anchor)
         if report.is_intact:
             self.stdout.write(f"Audit chain intact: {report.rows_checked} row(s) checked.")
+            if anchor is not None:
+                self.stdout.write(f"Anchor {anchor.row_id} found with its hash.")
+            if report.head is not None:
+                self.stdout.write(f"Chain head: {report.head}")
             return
-        self.stdout.write(
-            f"Audit chain broken at row {report.first_broken_id}: {report.reason} "
-            f"({report.rows_checked} row(s) before it are intact)."
-        )
+        if report.first_broken_id is None:
+            self.stdout.write(f"Audit chain broken: {report.reason}.")
+        else:
+            self.stdout.write(
+                f"Audit chain broken at row {report.first_broken_id}: {report.reason} "
+                f"({report.rows_checked} row(s) before it are intact)."
+            )
         sys.exit(1)
