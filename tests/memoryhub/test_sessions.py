@@ -38,6 +38,15 @@ from tests import factories
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")
 
 
+def _run_eagerly(queue_task):
+    """Run a task queued on commit in-process, through Celery's own machinery."""
+    app.conf.task_always_eager = True
+    try:
+        queue_task()
+    finally:
+        app.conf.task_always_eager = False
+
+
 def _say(session, content, embedder, role="user"):
     return add_message(session=session, role=role, content=content, actor=AGENT, embedder=embedder)
 
@@ -151,12 +160,7 @@ def test_ending_a_session_queues_its_extraction_after_commit(
         ended = end_session(session=session, actor=AGENT)
     assert ended.extraction_status == "queued"
     assert len(callbacks) == 1
-    # Run the queued task in-process, through Celery's own machinery.
-    app.conf.task_always_eager = True
-    try:
-        callbacks[0]()
-    finally:
-        app.conf.task_always_eager = False
+    _run_eagerly(callbacks[0])
     session.refresh_from_db()
     assert session.extraction_status == "done"
     contents = {item.content for item in list_memories(user=user, mode=personal, actor=AGENT)}
@@ -291,11 +295,7 @@ def test_a_failed_extraction_is_queued_again_after_a_rest_and_then_succeeds(
     session.refresh_from_db()
     assert session.extraction_status == "queued"
     assert len(callbacks) == 1
-    app.conf.task_always_eager = True
-    try:
-        callbacks[0]()
-    finally:
-        app.conf.task_always_eager = False
+    _run_eagerly(callbacks[0])
     run.refresh_from_db()
     session.refresh_from_db()
     assert (run.status, run.requeue_count, session.extraction_status) == ("done", 1, "done")
