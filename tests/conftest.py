@@ -5,9 +5,21 @@ from __future__ import annotations
 import pytest
 
 from memoryhub.actors import Actor
+from memoryhub.celery import app
 from memoryhub.embeddings import Embedder, default_embedder
 from memoryhub.services.access import access_buffer
 from tests import factories
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tasks_queue_in_memory():
+    """Tasks that tests queue (on commit) stay in this process's memory.
+
+    With the default filesystem broker they would land in .data/celery-queue, where the next
+    `make run` worker would pick them up. The worker tests bring their own Redis broker.
+    """
+    app.conf.broker_url = "memory://"
+    app.conf.broker_transport_options = {}
 
 
 @pytest.fixture(autouse=True)
