@@ -5,7 +5,7 @@ passes PostgreSQL's 2 kB TOAST threshold, and the embedding, the largest field, 
 of line. Ranking a user's memories then read the TOAST index and heap for every candidate:
 measured on 1,000 memories, the cosine scan went from 3.5 ms to 1.1 ms once rows kept their
 vectors inline. Long texts are still moved out (they are larger than the vector, so go first).
-Rows written before this migration keep their layout until they are next updated.
+Migration 0007 rewrites the rows written before it whose vector was already out of line.
 """
 
 from django.db import migrations

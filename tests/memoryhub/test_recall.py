@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from importlib import import_module
 
 import pytest
 import time_machine
@@ -16,6 +17,8 @@ from memoryhub.services.access import AccessBuffer, flush_memory_access
 from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.memories import NewMemory, edit_memory, remember_many
 from tests import factories
+
+REWRITE = import_module("memoryhub.migrations.0007_rewrite_toasted_embeddings").REWRITE
 
 
 @pytest.fixture(autouse=True)
@@ -330,3 +333,24 @@ def test_a_long_memory_keeps_its_embedding_in_its_row(user, personal, embedder, 
         chunk_id, row_bytes = cursor.fetchone()
     assert row_bytes > 2032
     assert chunk_id is None
+
+
+def test_migration_0007_brings_an_old_toasted_embedding_back_into_its_row(
+    user, personal, embedder, system_actor
+):
+    # As before migration 0005: the default TOAST target moves a long memory's vector out.
+    content = " ".join(f"Alice planted tomato variety number {n} in the garden." for n in range(12))
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE memoryhub_memory RESET (toast_tuple_target)")
+        [memory] = _remember(user, personal, embedder, system_actor, content)
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # No deferred checks left before DDL.
+        cursor.execute("ALTER TABLE memoryhub_memory SET (toast_tuple_target = 8160)")
+        chunk_sql = "SELECT pg_column_toast_chunk_id(embedding) FROM memoryhub_memory WHERE id = %s"
+        cursor.execute(chunk_sql, [memory.pk])
+        assert cursor.fetchone()[0] is not None
+        before = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk).embedding
+        cursor.execute(REWRITE.format(table="memoryhub_memory"))
+        cursor.execute(chunk_sql, [memory.pk])
+        assert cursor.fetchone()[0] is None
+    after = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk).embedding
+    assert list(after) == list(before)
