@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from importlib import import_module
 
@@ -90,6 +91,27 @@ def test_word_forms_match_across_inflections(user, personal, embedder, system_ac
     items = _search(user, personal, "paint", embedder, system_actor, k=2)
     assert items[0].content.startswith("Alice started painting")
     assert items[0].extra["lexical"] > 0
+
+
+def test_a_word_form_shared_by_two_query_terms_counts_for_both(
+    user, personal, embedder, system_actor
+):
+    # "paint" and "painting" are two terms whose forms both include "painting": the memory that
+    # holds it matches both, so its lexical score is the sum of both IDFs (each df = 1 of N = 3).
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Alice is painting the fence.",
+        "Alice moved flats twice this year.",
+        "Alice's sister lives in Montreal.",
+    )
+    [first, *_] = _search(user, personal, "paint painting", embedder, system_actor, k=3)
+    candidates, holding = 3, 1
+    idf = math.log(1 + (candidates - holding + 0.5) / (holding + 0.5)) / math.log(1 + candidates)
+    assert first.content == "Alice is painting the fence."
+    assert first.extra["lexical"] == pytest.approx(2 * idf, abs=1e-6)
 
 
 def test_a_query_without_words_ranks_by_meaning_alone(user, personal, embedder, system_actor):
