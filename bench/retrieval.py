@@ -113,12 +113,13 @@ def format_report(report: dict[str, Any]) -> str:
             f"{scale['other_memories']:,} memories of other users (server time, ms)"
         )
         lines.append(f"{'':<18}{'n':>6}{'p50':>10}{'p95':>10}{'mean':>10}")
-        for name in ("query_embedding", "search", "context"):
+        for name in ("query_embedding", "search", "context", "search_http", "context_http"):
             figures = scale[name]
             lines.append(
                 f"{name:<18}{figures['n']:>6}{figures['p50_ms']:>10.1f}"
                 f"{figures['p95_ms']:>10.1f}{figures['mean_ms']:>10.1f}"
             )
+        lines.append("(*_http: the same through the HTTP API in process: auth, rate limit, JSON)")
         plan = scale["plan"]
         lines.append(
             f"ranking reads {', '.join(plan['indexes']) or 'no index'}; "

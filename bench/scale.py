@@ -14,8 +14,10 @@ from functools import partial
 from typing import Any, TypedDict
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import connection, transaction
+from django.test import Client, override_settings
 from tqdm import tqdm
 
 from memoryhub.actors import Actor
@@ -149,12 +151,13 @@ def _timed(call: Callable[[], Any]) -> float:
 
 @dataclass(frozen=True)
 class ScaleUser:
-    """The measured user: 1,000 real memories, an agent, and a session with a thread."""
+    """The measured user: 1,000 real memories, an agent (and its key), a session with a thread."""
 
     user: User
     mode: Mode
     agent: Agent
     session: Session
+    agent_key: str
 
 
 def measure_ingestion(
@@ -198,7 +201,7 @@ def measure_ingestion(
         )
         for text in texts[:single]
     )
-    agent, _ = create_agent(workspace=workspace, name=f"bench-{time.time_ns()}")
+    agent, issued = create_agent(workspace=workspace, name=f"bench-{time.time_ns()}")
     session = start_session(user=owner, mode=mode, actor=actor, agent=agent)
     for n, text in enumerate(texts[:20]):
         add_message(
@@ -216,7 +219,9 @@ def measure_ingestion(
         "memories_batch": len(texts),
         "memories_single": single,
     }
-    return figures, ScaleUser(user=owner, mode=mode, agent=agent, session=session)
+    return figures, ScaleUser(
+        user=owner, mode=mode, agent=agent, session=session, agent_key=issued.raw_key
+    )
 
 
 def measure_latency(
@@ -240,14 +245,41 @@ def measure_latency(
             session=scale_user.session,
         )
 
-    for query in queries[:10]:  # Warm the caches and the model first.
-        search(query)
-        context(query)
-    embed_times, search_times, context_times = [], [], []
-    for query in tqdm(queries, desc="latency", unit="query", disable=not progress):
-        embed_times.append(_timed(partial(embedder.embed, [query])))
-        search_times.append(_timed(partial(search, query)))
-        context_times.append(_timed(partial(context, query)))
+    # The same calls through the whole HTTP stack, in process (no network): middleware, key
+    # lookup, rate-limit count, scope, JSON in and out. The limit is raised, not switched off,
+    # so each request still pays for its count.
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {scale_user.agent_key}")
+    scope = {"user": str(owner.pk), "mode": mode.slug}
+
+    def post(path: str, body: dict[str, object]) -> None:
+        response = client.post(path, {**scope, **body}, content_type="application/json")
+        if response.status_code != 200:
+            raise RuntimeError(f"{path} answered {response.status_code}: {response.content!r}")
+
+    def search_http(query: str) -> None:
+        post("/api/v1/search", {"query": query})
+
+    def context_http(query: str) -> None:
+        post("/api/v1/context", {"message": query, "session": str(scale_user.session.pk)})
+
+    calls = {
+        "search": search,
+        "context": context,
+        "search_http": search_http,
+        "context_http": context_http,
+    }
+    with override_settings(
+        ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, "testserver"],
+        MEMORYHUB_RATE_LIMIT_PER_MINUTE=1_000_000,
+    ):
+        for query in queries[:10]:  # Warm the caches and the model first.
+            for call in calls.values():
+                call(query)
+        times: dict[str, list[float]] = {"query_embedding": [], **{name: [] for name in calls}}
+        for query in tqdm(queries, desc="latency", unit="query", disable=not progress):
+            times["query_embedding"].append(_timed(partial(embedder.embed, [query])))
+            for name, call in calls.items():
+                times[name].append(_timed(partial(call, query)))
     flush_memory_access()
     # Exactness at scale: asked for more than it holds, the ranking returns every memory.
     everything = rank_memories(
@@ -261,9 +293,7 @@ def measure_latency(
     return {
         "user_memories": Memory.objects.for_owner(user=owner, mode=mode).count(),
         "other_memories": other_memories(),
-        "query_embedding": percentiles(embed_times),
-        "search": percentiles(search_times),
-        "context": percentiles(context_times),
+        **{name: percentiles(seconds) for name, seconds in times.items()},
         "ranked_of_user_memories": len(everything),
         "plan": explain_ranking(scale_user, queries[0], embedder),
     }

@@ -75,7 +75,7 @@ class MiniLMEmbedder:
 
         model = self._load()
         with torch.inference_mode():
-            features = model.tokenize([text])
+            features = model.preprocess([text])
             vector = model(features)["sentence_embedding"]
             vector = torch.nn.functional.normalize(vector, dim=1)
         return [float(x) for x in vector[0].tolist()]

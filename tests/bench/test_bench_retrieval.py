@@ -77,6 +77,7 @@ def test_scale_pieces_measure_a_real_user_among_synthetic_ones(db, embedder, tmp
     assert latency["user_memories"] == len(texts)
     assert latency["ranked_of_user_memories"] == len(texts)
     assert latency["search"]["n"] == 3
+    assert latency["search_http"]["n"] == latency["context_http"]["n"] == 3
 
     report = {"latency": latency, "ingestion": figures}
     text = format_report(report)
