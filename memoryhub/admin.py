@@ -39,8 +39,8 @@ class WorkspaceNodeTypeForm(forms.ModelForm[WorkspaceNodeType]):
             raise forms.ValidationError(str(error)) from None
 
     def clean_name(self) -> str:
-        name = str(self.cleaned_data.get("name") or "").strip()
-        return name or str(self.data.get(self.add_prefix("slug"), "")).strip()
+        # The slug field comes first, so it is already clean here.
+        return str(self.cleaned_data.get("name") or "").strip() or self.cleaned_data.get("slug", "")
 
 
 class WorkspaceNodeTypeInline(admin.TabularInline[WorkspaceNodeType, Workspace]):

@@ -78,7 +78,7 @@ class MiniLMEmbedder:
             features = model.preprocess([text])
             vector = model(features)["sentence_embedding"]
             vector = torch.nn.functional.normalize(vector, dim=1)
-        return [float(x) for x in vector[0].tolist()]
+        return list(vector[0].tolist())
 
 
 @cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from uuid import UUID
@@ -16,6 +17,8 @@ from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry
 
 GENESIS_HASH = "0" * 64
+# A chain head as verify_audit prints it: "<row id>:<row hash>".
+ANCHOR_PATTERN = re.compile(r"(\d+):([0-9a-fA-F]{64})")
 # Any constant works: it serialises appends so each row chains to exactly one predecessor.
 AUDIT_LOCK_ID = 7_305_119
 
@@ -91,14 +94,10 @@ class ChainHead:
     @classmethod
     def parse(cls, text: str) -> ChainHead:
         """Read "<row id>:<row hash>"; raise ValueError when it is not one."""
-        row_id, _, row_hash = text.strip().partition(":")
-        if not row_id.isdigit() or len(row_hash) != 64 or not _is_hex(row_hash):
+        match = ANCHOR_PATTERN.fullmatch(text.strip())
+        if match is None:
             raise ValueError("an anchor is <row id>:<64 hex digits>, as verify_audit prints it")
-        return cls(int(row_id), row_hash.lower())
-
-
-def _is_hex(text: str) -> bool:
-    return all(char in "0123456789abcdefABCDEF" for char in text)
+        return cls(int(match[1]), match[2].lower())
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ def verify_chain(*, anchor: ChainHead | None = None) -> ChainReport:
     expected_prev = GENESIS_HASH
     checked = 0
     head: ChainHead | None = None
-    anchor_seen = anchor is None
+    anchor_seen = False
     for entry in AuditEntry.objects.order_by("id").iterator(chunk_size=2000):
         if entry.prev_hash != expected_prev:
             return ChainReport(
@@ -142,12 +141,11 @@ def verify_chain(*, anchor: ChainHead | None = None) -> ChainReport:
         expected_prev = entry.row_hash
         head = ChainHead(entry.id, entry.row_hash)
         checked += 1
-    if not anchor_seen:
+    if anchor is not None and not anchor_seen:
         return ChainReport(
             checked,
             None,
-            f"the anchor row {anchor.row_id if anchor else ''} is gone: rows were removed from "
-            "the end of the log",
+            f"the anchor row {anchor.row_id} is gone: rows were removed from the end of the log",
             head,
         )
     return ChainReport(checked, None, head=head)
