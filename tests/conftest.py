@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from allauth.mfa.models import Authenticator
 
 from memoryhub.actors import Actor
 from memoryhub.celery import app
@@ -62,3 +63,14 @@ def work(user):
 @pytest.fixture
 def system_actor() -> Actor:
     return Actor.system("tests")
+
+
+@pytest.fixture
+def superuser_client(client, workspace):
+    """A client signed in as a superuser with TOTP set up: the Django admin lets them in."""
+    root = factories.make_user(workspace=workspace, email="admin@example.com")
+    root.is_staff = root.is_superuser = True
+    root.save(update_fields=["is_staff", "is_superuser"])
+    Authenticator.objects.create(user=root, type=Authenticator.Type.TOTP, data={"secret": "x"})
+    client.force_login(root)
+    return client

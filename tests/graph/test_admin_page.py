@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 from allauth.mfa.models import Authenticator
-from django.forms import MultiWidget
 from django.utils import timezone
 
 from memoryhub.models import AuditEntry, WorkspaceNodeType
 from memoryhub.services import graph
 from tests import factories
+from tests.admin_forms import change_form_data
 
 from .conftest import interact, item
 
@@ -75,29 +75,11 @@ def test_the_graph_pages_are_refused_to_non_staff(client, user, small_graph, pat
     assert response.status_code == 403
 
 
-@pytest.fixture
-def superuser_client(client, workspace):
-    root = factories.make_user(workspace=workspace, email="admin@example.com")
-    root.is_staff = root.is_superuser = True
-    root.save(update_fields=["is_staff", "is_superuser"])
-    Authenticator.objects.create(user=root, type=Authenticator.Type.TOTP, data={"secret": "x"})
-    client.force_login(root)
-    return client
-
-
 def _workspace_form_data(client, workspace, slug, *, name="", is_transient=False):
     """The admin change form of the workspace as it stands, plus one new node type."""
     page = client.get(f"/admin/memoryhub/workspace/{workspace.pk}/change/")
     assert page.status_code == 200
-    form = page.context["adminform"].form
-    data = {}
-    for field_name, field in form.fields.items():
-        value = form[field_name].value()
-        if isinstance(field.widget, MultiWidget):  # The split date and time of created_at.
-            for index, part in enumerate(field.widget.decompress(value)):
-                data[f"{field_name}_{index}"] = part
-        elif value is not None:
-            data[field_name] = field.widget.format_value(value)
+    data = change_form_data(page)
     prefix = "graph_node_types"
     existing = list(WorkspaceNodeType.objects.filter(workspace=workspace).order_by("pk"))
     rows = [(str(t.pk), t.slug, t.name, t.is_transient) for t in existing]

@@ -1,0 +1,38 @@
+"""The Django admin: an agent's memory settings are edited there and used by context assembly."""
+
+from __future__ import annotations
+
+from memoryhub.models import Agent
+from tests import factories
+from tests.admin_forms import change_form_data
+
+
+def test_an_admin_edits_an_agents_memory_settings(superuser_client, workspace):
+    agent, _ = factories.make_agent(workspace, "concierge")
+    url = f"/admin/memoryhub/agent/{agent.pk}/change/"
+    data = change_form_data(superuser_client.get(url))
+    data.update(
+        token_budget="900",
+        last_messages="4",
+        recall_top_k="5",
+        recall_message_range="2",
+        disabled_layers="[8, 9]",
+    )
+    data.pop("is_working_memory_enabled", None)  # An unticked box is simply not posted.
+    response = superuser_client.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    agent = Agent.objects.get(pk=agent.pk)
+    assert (agent.token_budget, agent.last_messages, agent.recall_top_k) == (900, 4, 5)
+    assert agent.recall_message_range == 2
+    assert agent.is_working_memory_enabled is False
+    assert agent.disabled_layers == [8, 9]
+
+
+def test_the_admin_refuses_a_negative_memory_setting(superuser_client, workspace):
+    agent, _ = factories.make_agent(workspace, "concierge")
+    url = f"/admin/memoryhub/agent/{agent.pk}/change/"
+    data = {**change_form_data(superuser_client.get(url)), "recall_top_k": "-1"}
+    response = superuser_client.post(url, data)
+    assert response.status_code == 200
+    assert "recall_top_k" in response.context["adminform"].form.errors
+    assert Agent.objects.get(pk=agent.pk).recall_top_k == 3
