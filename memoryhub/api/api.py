@@ -6,12 +6,15 @@ import json
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 
 from memoryhub.errors import MemoryHubError, RateLimitedError
+from memoryhub.unavailable import UNAVAILABLE_CODE, UNAVAILABLE_DETAIL, log_unavailable
 
 from . import answers, graph, journal, memories, profile, recall, sessions, users
 from .auth import ApiKeyAuth
@@ -27,6 +30,7 @@ HTTP_ERROR_CODES = {
     413: "content_too_large",
     422: "invalid_input",
     429: "rate_limited",
+    503: UNAVAILABLE_CODE,
 }
 
 
@@ -108,6 +112,16 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 @api.exception_handler(Http404)
 def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error_response(request, status=404, code="not_found", detail="not found")
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def on_database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # The database is down or restarting, or the pool stayed exhausted: retry, don't report a bug.
+    log_unavailable(exc)
+    response = error_response(request, status=503, code=UNAVAILABLE_CODE, detail=UNAVAILABLE_DETAIL)
+    response["Retry-After"] = str(settings.MEMORYHUB_RETRY_AFTER_SECONDS)
+    return response
 
 
 @api.exception_handler(Exception)

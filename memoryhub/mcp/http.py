@@ -15,6 +15,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from memoryhub.api.auth import authenticate_key
 from memoryhub.errors import MemoryHubError, NotAuthenticatedError, RateLimitedError
 from memoryhub.models import ApiKey
+from memoryhub.unavailable import (
+    DATABASE_UNAVAILABLE_ERRORS,
+    UNAVAILABLE_CODE,
+    UNAVAILABLE_DETAIL,
+    log_unavailable,
+)
 
 from .server import Caller, build_server
 
@@ -51,13 +57,26 @@ def _caller_from_request(ctx: Context) -> Caller:
 
 
 async def _send_error(send: Send, exc: MemoryHubError) -> None:
-    body = json.dumps({"detail": str(exc), "code": exc.code}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    extra: list[tuple[bytes, bytes]] = []
     if isinstance(exc, NotAuthenticatedError):
-        headers.append((b"www-authenticate", b"Bearer"))
+        extra.append((b"www-authenticate", b"Bearer"))
     if isinstance(exc, RateLimitedError):
-        headers.append((b"retry-after", str(exc.retry_after_seconds).encode()))
-    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
+        extra.append((b"retry-after", str(exc.retry_after_seconds).encode()))
+    await _send_json(send, exc.status, {"detail": str(exc), "code": exc.code}, extra)
+
+
+async def _send_unavailable(send: Send) -> None:
+    retry_after = str(settings.MEMORYHUB_RETRY_AFTER_SECONDS).encode()
+    body = {"detail": UNAVAILABLE_DETAIL, "code": UNAVAILABLE_CODE}
+    await _send_json(send, 503, body, [(b"retry-after", retry_after)])
+
+
+async def _send_json(
+    send: Send, status: int, payload: dict[str, str], extra: list[tuple[bytes, bytes]]
+) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, *extra]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -97,6 +116,10 @@ def build_mcp_app() -> ASGIApp:
             api_key = await sync_to_async(_authenticate)(authorization)
         except MemoryHubError as exc:
             await _send_error(send, exc)
+            return
+        except DATABASE_UNAVAILABLE_ERRORS as exc:
+            log_unavailable(exc)
+            await _send_unavailable(send)
             return
         await inner({**scope, API_KEY_SCOPE_KEY: api_key}, receive, send)
 

@@ -1,64 +1,80 @@
-"""manage.py runstack: migrate, load demo data, then run web server, worker and beat together.
+"""manage.py runstack: migrate, then run web server, Celery worker and beat together.
 
-Ctrl-C stops everything it started, the embedded PostgreSQL included.
+Development (the default): demo data, one web process, the broker from settings (a folder queue
+unless CELERY_BROKER_URL is set). `--production`: the deployment's process model — DEBUG off,
+WEB_CONCURRENCY web workers, a Celery worker on Redis or RabbitMQ, one beat, static files
+collected — refusing a set-up that is not one. Ctrl-C stops everything it started, the embedded
+PostgreSQL included.
 """
 
 from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.embedded_db import stop_embedded_postgres
+from memoryhub.process_model import beat_command, web_command, worker_command
 
 
 class Command(BaseCommand):
-    help = "Run MemoryHub for development: web server, Celery worker and beat."
+    help = "Run MemoryHub: web server, Celery worker and beat (--production: the deployment)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=settings.PORT)
+        parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--no-demo", action="store_true", help="skip loading demo data")
+        parser.add_argument(
+            "--production",
+            action="store_true",
+            help="DEBUG off, WEB_CONCURRENCY workers, a Redis or RabbitMQ broker; no demo data",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        production = options["production"]
+        if production:
+            self._check_production_settings()
         call_command("migrate", interactive=False, verbosity=0)
-        if not options["no_demo"]:
+        if production:
+            call_command("collectstatic", interactive=False, verbosity=0)
+        elif not options["no_demo"]:
             call_command("load_demo")
-        python = sys.executable
         commands = {
-            "web": [
-                python,
-                "-m",
-                "uvicorn",
-                "memoryhub.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(options["port"]),
-            ],
-            "worker": [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "memoryhub",
-                "worker",
-                "-l",
-                "info",
-                "-c",
-                "1",
-            ],
-            "beat": [python, "-m", "celery", "-A", "memoryhub", "beat", "-l", "info"],
+            "web": web_command(
+                host=options["host"],
+                port=options["port"],
+                workers=settings.WEB_CONCURRENCY if production else 1,
+                production=production,
+            ),
+            "worker": worker_command(
+                concurrency=settings.CELERY_WORKER_CONCURRENCY if production else 1
+            ),
+            "beat": beat_command(),
         }
         processes = {name: subprocess.Popen(argv) for name, argv in commands.items()}  # noqa: S603
         self.stdout.write(
-            f"MemoryHub runs on http://127.0.0.1:{options['port']}/ (Ctrl-C stops it)"
+            f"MemoryHub runs on http://{options['host']}:{options['port']}/ (Ctrl-C stops it)"
         )
+        try:
+            self._supervise(processes)
+        finally:
+            self._stop(processes)
+
+    def _check_production_settings(self) -> None:
+        problems = []
+        if settings.DEBUG:
+            problems.append("DEBUG must be off (DEBUG=false)")
+        if not (settings.CELERY_BROKER_URL or "").startswith(("redis://", "rediss://", "amqp://")):
+            problems.append("CELERY_BROKER_URL must name a Redis or RabbitMQ broker")
+        if problems:
+            raise CommandError("not a production set-up: " + "; ".join(problems))
+
+    def _supervise(self, processes: dict[str, subprocess.Popen[bytes]]) -> None:
         stopping = False
 
         def stop(signum: int, frame: Any) -> None:
@@ -67,24 +83,22 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        try:
-            while not stopping:
-                for name, process in processes.items():
-                    if process.poll() is not None:
-                        self.stderr.write(
-                            f"{name} exited with status {process.returncode}; stopping."
-                        )
-                        stopping = True
-                time.sleep(0.5)
-        finally:
-            for process in processes.values():
-                if process.poll() is None:
-                    process.terminate()
-            for process in processes.values():
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            if settings.USES_EMBEDDED_DATABASE:
-                stop_embedded_postgres(settings.DATA_DIR / "postgres")
-                self.stdout.write("Embedded PostgreSQL stopped.")
+        while not stopping:
+            for name, process in processes.items():
+                if process.poll() is not None:
+                    self.stderr.write(f"{name} exited with status {process.returncode}; stopping.")
+                    stopping = True
+            time.sleep(0.5)
+
+    def _stop(self, processes: dict[str, subprocess.Popen[bytes]]) -> None:
+        for process in processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in processes.values():
+            try:
+                process.wait(timeout=25)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        if settings.USES_EMBEDDED_DATABASE:
+            stop_embedded_postgres(settings.DATA_DIR / "postgres")
+            self.stdout.write("Embedded PostgreSQL stopped.")

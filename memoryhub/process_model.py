@@ -1,0 +1,32 @@
+"""The processes MemoryHub runs as: web workers, a Celery worker and one beat.
+
+`manage.py runstack` starts them for development, `runstack --production` as a deployment runs
+them (README, "Production"); the load and fault benchmarks start the very same command lines.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def web_command(*, host: str, port: int, workers: int, production: bool) -> list[str]:
+    """Uvicorn serving the ASGI app (Django and MCP); with several workers it restarts dead ones."""
+    argv = [sys.executable, "-m", "uvicorn", "memoryhub.asgi:application"]
+    argv += ["--host", host, "--port", str(port)]
+    if production:
+        # Every worker answers any request (stateless MCP, PostgreSQL rate limits and sessions).
+        # Proxy headers are read only from a proxy on this machine.
+        argv += ["--workers", str(workers), "--proxy-headers", "--forwarded-allow-ips", "127.0.0.1"]
+        argv += ["--timeout-graceful-shutdown", "20", "--no-server-header", "--no-access-log"]
+    return argv
+
+
+def worker_command(*, concurrency: int) -> list[str]:
+    """A Celery worker: prefork children, each with its own database pool."""
+    argv = [sys.executable, "-m", "celery", "-A", "memoryhub", "worker", "-l", "info"]
+    return [*argv, "-c", str(concurrency)]
+
+
+def beat_command() -> list[str]:
+    """Celery beat: exactly one per deployment, or periodic tasks run twice."""
+    return [sys.executable, "-m", "celery", "-A", "memoryhub", "beat", "-l", "info"]
