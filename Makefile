@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint fmt typecheck pytest bench browser-deps
+.PHONY: help setup run serve test lint fmt typecheck pytest bench browser-deps
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exi
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
 	$(BIN)/python manage.py runstack
+
+serve: setup ## The production process model locally (set DEBUG=false and the secrets first: README)
+	$(BIN)/python manage.py runstack --production
 
 test: setup lint typecheck pytest ## Lint, type-check, check migrations and run the whole suite
 

@@ -1,11 +1,20 @@
-"""Environment helpers fail loudly on malformed values; DATABASE_URL is parsed strictly."""
+"""Environment helpers fail loudly; DATABASE_URL is parsed strictly; the deployment checks pass."""
 
 from __future__ import annotations
+
+import base64
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryhub.settings import database_settings, env_bool, env_int
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_env_bool_rejects_a_malformed_value(monkeypatch):
@@ -44,3 +53,65 @@ def test_a_socket_database_url_uses_the_host_parameter():
 def test_a_non_postgres_database_url_is_refused():
     with pytest.raises(ImproperlyConfigured, match="postgresql"):
         database_settings("mysql://root@localhost/db")
+
+
+def test_the_default_database_takes_connections_from_a_bounded_pool():
+    parsed = database_settings("postgresql://mh@db.internal/memoryhub")
+    assert parsed["CONN_MAX_AGE"] == 0  # Django's pool refuses persistent connections.
+    pool = parsed["OPTIONS"]["pool"]
+    assert pool["max_size"] == 10
+    assert pool["timeout"] == 5.0
+    assert pool["min_size"] <= pool["max_size"]
+
+
+def _production_env(**extra: str) -> dict[str, str]:
+    keys = f"k1:{base64.b64encode(secrets.token_bytes(32)).decode()}"
+    return {
+        **os.environ,
+        "DEBUG": "false",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "MEMORYHUB_MASTER_KEYS": keys,
+        "ALLOWED_HOSTS": "memory.example.com",
+        **extra,
+    }
+
+
+def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603  # Our own interpreter and arguments.
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_check_deploy_is_clean_with_debug_off_and_the_documented_defaults():
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=_production_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_check_deploy_warns_when_https_hardening_is_turned_off():
+    env = _production_env(SECURE_HSTS_SECONDS="0", SESSION_COOKIE_SECURE="false")
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert result.returncode != 0
+    assert "security.W004" in result.stderr
+    assert "security.W012" in result.stderr
+
+
+def test_debug_off_without_secrets_fails_loudly():
+    env = {k: v for k, v in _production_env().items() if k != "MEMORYHUB_MASTER_KEYS"}
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "MEMORYHUB_MASTER_KEYS must be set" in result.stderr
+
+
+def test_runstack_production_refuses_debug_and_the_folder_broker():
+    env = _production_env(DEBUG="true", CELERY_BROKER_URL="filesystem://")
+    result = _manage("runstack", "--production", env=env)
+    assert result.returncode != 0
+    assert "DEBUG must be off" in result.stderr
+    assert "CELERY_BROKER_URL must name a Redis or RabbitMQ broker" in result.stderr
