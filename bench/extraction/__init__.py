@@ -1,0 +1,1 @@
+"""The extraction benchmark: labelled conversations, and a runner that scores what gets stored."""
