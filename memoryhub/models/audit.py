@@ -8,6 +8,10 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+# Chain names that cannot be a subject pseudonym (32 hex digits).
+SYSTEM_CHAIN = "system"
+LEGACY_CHAIN = "legacy"
+
 
 class ActorType(models.TextChoices):
     USER = "user"
@@ -38,6 +42,9 @@ class AuditEntry(models.Model):
     actor_id = models.CharField(max_length=64)
     actor_label = models.CharField(max_length=200, blank=True)
     subject = models.CharField(max_length=64, db_index=True)
+    # Which hash chain the row belongs to: the subject pseudonym, SYSTEM_CHAIN for rows without
+    # a subject, LEGACY_CHAIN for the one global chain written before migration 0008.
+    chain = models.CharField(max_length=64)
     action = models.CharField(max_length=40)
     object_ids = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     mode = models.CharField(max_length=64, blank=True)
@@ -50,6 +57,8 @@ class AuditEntry(models.Model):
         ordering: ClassVar[list[str]] = ["-id"]
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["actor_type", "actor_id"], name="audit_actor_idx"),
+            # record_access finds a chain's last row by this index: one short index scan.
+            models.Index(fields=["chain", "id"], name="audit_chain_idx"),
         ]
         verbose_name_plural = "audit entries"
 

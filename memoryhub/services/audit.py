@@ -1,9 +1,16 @@
-"""Append rows to the hash-chained access audit log, and verify the chain."""
+"""Append rows to the hash-chained access audit log, and verify its chains.
+
+The log holds one hash chain per subject (the user whose memory was accessed), one for rows
+without a subject, and the single global chain written before migration 0008 ("legacy").
+Appends to different chains take different locks, so users never wait on each other.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from uuid import UUID
@@ -15,12 +22,22 @@ from django.utils import timezone
 from memoryhub import crypto
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry
+from memoryhub.models.audit import LEGACY_CHAIN, SYSTEM_CHAIN
 
 GENESIS_HASH = "0" * 64
-# A chain head as verify_audit prints it: "<row id>:<row hash>".
+# A log head as verify_audit prints it: "<row id>:<digest of the chain heads up to it>".
 ANCHOR_PATTERN = re.compile(r"(\d+):([0-9a-fA-F]{64})")
-# Any constant works: it serialises appends so each row chains to exactly one predecessor.
-AUDIT_LOCK_ID = 7_305_119
+# Two advisory locks, with arbitrary constants. The chain lock is the two-key form, whose key
+# space never meets the one-key form of the head lock: (class, 32-bit key from the chain name).
+# A key collision between two chains only makes those two wait on each other now and then.
+CHAIN_LOCK_CLASS = 7_305_120
+# Every append holds this one shared (appends never wait on each other for it); verify_chain
+# takes it exclusively for an instant to read a head that no in-flight append can change.
+HEAD_LOCK_KEY = 7_305_119
+# How long verify_chain looks for a moment with no audited transaction in flight before it
+# queues for the head lock; while it is queued, new appends wait behind it.
+HEAD_LOCK_POLL_SECONDS = 1.0
+HEAD_LOCK_POLL_INTERVAL = 0.01
 
 
 def subject_pseudonym(user_id: UUID | str) -> str:
@@ -30,24 +47,31 @@ def subject_pseudonym(user_id: UUID | str) -> str:
     ]
 
 
-def _row_hash(prev_hash: str, entry: AuditEntry) -> str:
-    body = json.dumps(
-        [
-            prev_hash,
-            entry.created_at.isoformat(),
-            entry.actor_type,
-            entry.actor_id,
-            entry.actor_label,
-            entry.subject,
-            entry.action,
-            list(entry.object_ids),
-            entry.mode,
-            entry.channel,
-            entry.client_ip or "",
-        ],
-        separators=(",", ":"),
+def _row_hash(entry: AuditEntry) -> str:
+    fields = [
+        entry.prev_hash,
+        entry.created_at.isoformat(),
+        entry.actor_type,
+        entry.actor_id,
+        entry.actor_label,
+        entry.subject,
+        entry.action,
+        list(entry.object_ids),
+        entry.mode,
+        entry.channel,
+        entry.client_ip or "",
+    ]
+    # Legacy rows were hashed before chains existed; every newer row binds its chain, so a row
+    # moved to another chain (or relabelled legacy) no longer matches its hash.
+    body = fields if entry.chain == LEGACY_CHAIN else [entry.chain, *fields]
+    return crypto.hmac_hex(
+        settings.MEMORYHUB_AUDIT_KEY.encode(), json.dumps(body, separators=(",", ":")).encode()
     )
-    return crypto.hmac_hex(settings.MEMORYHUB_AUDIT_KEY.encode(), body.encode())
+
+
+def _chain_lock_key(chain: str) -> int:
+    """A signed 32-bit key for the chain's advisory lock."""
+    return zlib.crc32(chain.encode()) - 2**31
 
 
 def record_access(
@@ -58,17 +82,36 @@ def record_access(
     object_ids: Iterable[object] = (),
     mode: str = "",
 ) -> AuditEntry:
-    """Append one audit row chained to the previous one."""
+    """Append one audit row chained to the previous row of its subject's chain.
+
+    Both locks are held to the end of the outermost transaction: the next append to the chain
+    must see this row committed, or two rows would link to the same predecessor. The shared
+    head lock comes first, so an append waiting behind verify_chain holds no chain lock. A
+    transaction that audits two subjects takes two chain locks; two such transactions taking
+    them in opposite orders deadlock, and PostgreSQL aborts one (services audit one subject
+    per transaction).
+    """
+    subject = subject_pseudonym(subject_user_id) if subject_user_id else ""
+    chain = subject or SYSTEM_CHAIN
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_LOCK_ID])
-        last = AuditEntry.objects.order_by("-id").values_list("row_hash", flat=True).first()
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [HEAD_LOCK_KEY])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, %s)", [CHAIN_LOCK_CLASS, _chain_lock_key(chain)]
+            )
+        last = (
+            AuditEntry.objects.filter(chain=chain)
+            .order_by("-id")
+            .values_list("row_hash", flat=True)
+            .first()
+        )
         entry = AuditEntry(
             created_at=timezone.now(),
             actor_type=actor.actor_type,
             actor_id=actor.actor_id,
             actor_label=actor.label[:200],
-            subject=subject_pseudonym(subject_user_id) if subject_user_id else "",
+            subject=subject,
+            chain=chain,
             action=action,
             object_ids=[str(o) for o in object_ids][:500],
             mode=mode,
@@ -76,24 +119,29 @@ def record_access(
             client_ip=actor.client_ip,
             prev_hash=last or GENESIS_HASH,
         )
-        entry.row_hash = _row_hash(entry.prev_hash, entry)
+        entry.row_hash = _row_hash(entry)
         entry.save()
     return entry
 
 
 @dataclass(frozen=True)
 class ChainHead:
-    """The last row of the chain: kept outside the database, it is an anchor (see verify_chain)."""
+    """The log's head: kept outside the database, it is an anchor (see verify_chain).
+
+    `digest` covers the last row of every chain among the rows up to `row_id`. With a single
+    chain it is that row's own hash, which is what verify_audit printed before migration 0008,
+    so an anchor kept from then still verifies.
+    """
 
     row_id: int
-    row_hash: str
+    digest: str
 
     def __str__(self) -> str:
-        return f"{self.row_id}:{self.row_hash}"
+        return f"{self.row_id}:{self.digest}"
 
     @classmethod
     def parse(cls, text: str) -> ChainHead:
-        """Read "<row id>:<row hash>"; raise ValueError when it is not one."""
+        """Read "<row id>:<digest>"; raise ValueError when it is not one."""
         match = ANCHOR_PATTERN.fullmatch(text.strip())
         if match is None:
             raise ValueError("an anchor is <row id>:<64 hex digits>, as verify_audit prints it")
@@ -106,46 +154,100 @@ class ChainReport:
     first_broken_id: int | None
     reason: str = ""
     head: ChainHead | None = None
+    chains_checked: int = 0
 
     @property
     def is_intact(self) -> bool:
         return self.first_broken_id is None and not self.reason
 
 
-def verify_chain(*, anchor: ChainHead | None = None) -> ChainReport:
-    """Walk the chain in order; report the first row whose hash or link does not match.
+def _heads_digest(heads: dict[str, str]) -> str:
+    if len(heads) == 1:
+        [row_hash] = heads.values()
+        return row_hash
+    body = json.dumps(sorted(heads.items()), separators=(",", ":"))
+    return crypto.hmac_hex(settings.MEMORYHUB_AUDIT_KEY.encode(), f"heads:{body}".encode())
 
-    The chain alone cannot tell that rows were cut off its end. An anchor, a head printed by an
-    earlier check and kept outside the database, can: its row must still be in the chain, with
-    the same hash, else rows up to it were removed (or rewritten).
+
+def _settled_last_id() -> int | None:
+    """The highest row id at a moment when no audited transaction is in flight.
+
+    Appends to different chains run in parallel, so a row with a lower id can commit after one
+    with a higher id. Were the head read while such a row is in flight, the rows up to it would
+    change when that row commits, and the anchor would later raise a false alarm. Every append
+    holds the head lock shared until it commits, so while this holds it exclusively, every row
+    up to the highest id is committed, and any later row gets a higher id.
+
+    It first polls for a quiet moment, because a queued exclusive request makes every new
+    append wait behind it until the slowest audited transaction in flight ends. A session
+    lock, released at once, even when called inside a transaction.
     """
-    expected_prev = GENESIS_HASH
+    deadline = time.monotonic() + HEAD_LOCK_POLL_SECONDS
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [HEAD_LOCK_KEY])
+            if cursor.fetchone() == (True,):
+                break
+            if time.monotonic() >= deadline:
+                cursor.execute("SELECT pg_advisory_lock(%s)", [HEAD_LOCK_KEY])
+                break
+            time.sleep(HEAD_LOCK_POLL_INTERVAL)
+        try:
+            cursor.execute("SELECT max(id) FROM memoryhub_auditentry")
+            row = cursor.fetchone()
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [HEAD_LOCK_KEY])
+    return None if row is None else row[0]
+
+
+def verify_chain(*, anchor: ChainHead | None = None) -> ChainReport:
+    """Walk every chain in one pass; report the first row whose hash or link does not match.
+
+    Chains alone cannot tell that rows were cut off their end. An anchor, a head printed by an
+    earlier check and kept outside the database, can: the last rows of all chains up to its
+    row id must still be those it digested, else rows up to it were removed (or rewritten).
+    Rows are read in id order, keeping only each chain's last hash in memory.
+    """
+    last_id = _settled_last_id()
+    # Ids at which to digest the chain heads: the head to print, and the anchor's.
+    cuts = sorted({i for i in (last_id, anchor.row_id if anchor else None) if i is not None})
+    digests: dict[int, str] = {}
+    heads: dict[str, str] = {}
     checked = 0
-    head: ChainHead | None = None
-    anchor_seen = False
     for entry in AuditEntry.objects.order_by("id").iterator(chunk_size=2000):
-        if entry.prev_hash != expected_prev:
+        while cuts and cuts[0] < entry.id:
+            digests[cuts.pop(0)] = _heads_digest(heads)
+        if entry.prev_hash != heads.get(entry.chain, GENESIS_HASH):
             return ChainReport(
-                checked, entry.id, "link to the previous row is broken (row deleted?)"
+                checked,
+                entry.id,
+                "link to the previous row of its chain is broken (row deleted?)",
+                chains_checked=len(heads),
             )
-        if _row_hash(entry.prev_hash, entry) != entry.row_hash:
+        if _row_hash(entry) != entry.row_hash:
             return ChainReport(
-                checked, entry.id, "row content does not match its hash (row edited?)"
+                checked,
+                entry.id,
+                "row content does not match its hash (row edited?)",
+                chains_checked=len(heads),
             )
-        if anchor is not None and entry.id == anchor.row_id:
-            if entry.row_hash != anchor.row_hash:
-                return ChainReport(
-                    checked, entry.id, "the anchor row's hash differs (chain rewritten?)"
-                )
-            anchor_seen = True
-        expected_prev = entry.row_hash
-        head = ChainHead(entry.id, entry.row_hash)
+        heads[entry.chain] = entry.row_hash
         checked += 1
-    if anchor is not None and not anchor_seen:
-        return ChainReport(
-            checked,
-            None,
-            f"the anchor row {anchor.row_id} is gone: rows were removed from the end of the log",
-            head,
+    for cut in cuts:
+        digests[cut] = _heads_digest(heads)
+    head = None if last_id is None else ChainHead(last_id, digests[last_id])
+    report = ChainReport(checked, None, head=head, chains_checked=len(heads))
+    if anchor is None:
+        return report
+    if last_id is None or anchor.row_id > last_id:
+        reason = (
+            f"the anchor row {anchor.row_id} is gone: rows were removed from the end of the log"
         )
-    return ChainReport(checked, None, head=head)
+    elif digests[anchor.row_id] != anchor.digest:
+        reason = (
+            f"the anchor's hash differs from the chain heads up to row {anchor.row_id}: rows "
+            "were cut off the end of a chain, or the log was rewritten"
+        )
+    else:
+        return report
+    return ChainReport(checked, None, reason, head, len(heads))

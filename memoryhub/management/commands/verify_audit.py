@@ -1,4 +1,4 @@
-"""manage.py verify_audit: check the audit hash chain; exit 1 at the first broken link."""
+"""manage.py verify_audit: check the audit log's hash chains; exit 1 at the first broken link."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ from memoryhub.services.audit import ChainHead, verify_chain
 
 class Command(BaseCommand):
     help = (
-        "Verify the access audit's HMAC chain. Exit status 0: intact; 1: broken. Prints the "
-        "chain head: keep it outside the database and pass it back with --expect-head to also "
-        "detect rows removed from the end of the log."
+        "Verify the access audit's HMAC chains (one per user). Exit status 0: intact; 1: "
+        "broken. Prints the chain head: keep it outside the database and pass it back with "
+        "--expect-head to also detect rows removed from the end of any chain."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--expect-head",
             metavar="ID:HASH",
-            help="a head printed by an earlier run: it must still be in the chain",
+            help="a head printed by an earlier run: no chain may have lost rows up to it",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -33,7 +33,10 @@ class Command(BaseCommand):
                 raise CommandError(str(error)) from None
         report = verify_chain(anchor=anchor)
         if report.is_intact:
-            self.stdout.write(f"Audit chain intact: {report.rows_checked} row(s) checked.")
+            self.stdout.write(
+                f"Audit chain intact: {report.rows_checked} row(s) in "
+                f"{report.chains_checked} chain(s) checked."
+            )
             if anchor is not None:
                 self.stdout.write(f"Anchor {anchor.row_id} found with its hash.")
             if report.head is not None:
