@@ -1,14 +1,22 @@
-"""Keep the Django admin behind allauth's login (with its TOTP step) and behind MFA set-up."""
+"""Keep the Django admin behind allauth's login, TOTP and the staff role; tell pages the roles."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 
-from accounts.roles import is_admin, needs_mfa_setup, redirect_to_mfa_setup
+from accounts.roles import (
+    MFA_SETUP_NEXT_KEY,
+    is_admin,
+    needs_mfa_setup,
+    redirect_to_mfa_setup,
+    roles_of,
+)
 
 
 class AdminRequiresMfaMiddleware:
@@ -16,18 +24,30 @@ class AdminRequiresMfaMiddleware:
 
     Django's own admin login form checks the password alone, which would skip the TOTP step
     allauth adds to its login; so that form is replaced by allauth's. Staff without TOTP are
-    sent to set it up first (issue 6: two-factor is required for staff).
+    sent to set it up first (issue 6: two-factor is required for staff). A signed-in person
+    who is not staff gets 403: sending them to the login page would bounce them straight back
+    to /admin/ (they are signed in), which redirects to the login again, until the browser
+    gives up.
+
+    Every request also gets `request.roles` (accounts.roles.Roles, computed on first use), so
+    the header can link the review and admin pages for those who may open them.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.roles = SimpleLazyObject(lambda: roles_of(request.user))  # type: ignore[attr-defined]  # Our own request attribute.
         admin_root = reverse("admin:index")
         if request.path_info.startswith(admin_root):
+            is_signed_in = request.user.is_authenticated
+            if is_signed_in and not is_admin(request.user):
+                raise PermissionDenied("the admin is for staff")
             if request.path_info == reverse("admin:login"):
                 query = urlencode({"next": request.GET.get("next", admin_root)})
                 return HttpResponseRedirect(f"{reverse('account_login')}?{query}")
-            if is_admin(request.user) and needs_mfa_setup(request.user):
+            if is_signed_in and needs_mfa_setup(request.user):
                 return redirect_to_mfa_setup(request)
+            if is_signed_in:
+                request.session.pop(MFA_SETUP_NEXT_KEY, None)
         return self.get_response(request)

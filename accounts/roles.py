@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
@@ -16,6 +17,9 @@ from django.shortcuts import redirect
 from memoryhub.models import User
 
 REVIEWERS_GROUP = "reviewers"
+# Where a reviewer or admin was going when they were sent to set up TOTP; the MFA pages link
+# back there once it is on.
+MFA_SETUP_NEXT_KEY = "mfa_setup_next"
 
 View = Callable[..., HttpResponse]
 
@@ -47,7 +51,9 @@ def needs_mfa_setup(user: Any) -> bool:
 
 
 def redirect_to_mfa_setup(request: HttpRequest) -> HttpResponse:
-    """Send the user to TOTP set-up with a message saying why."""
+    """Send the user to TOTP set-up with a message saying why, remembering where they were."""
+    if request.method == "GET":
+        request.session[MFA_SETUP_NEXT_KEY] = request.get_full_path()
     messages.warning(
         request,
         "Reviewers and admins must turn on two-factor authentication (an authenticator app) "
@@ -66,6 +72,7 @@ def _require_role(has_role: Callable[[Any], bool]) -> Callable[[View], View]:
                 raise PermissionDenied("this page is for another role")
             if not has_totp(request.user):  # type: ignore[arg-type]  # Authenticated here.
                 return redirect_to_mfa_setup(request)
+            request.session.pop(MFA_SETUP_NEXT_KEY, None)  # Arrived: no "continue" link now.
             return view(request, *args, **kwargs)
 
         return login_required(wrapper)
@@ -81,3 +88,19 @@ def require_reviewer(view: View) -> View:
 def require_staff(view: View) -> View:
     """Let only staff with TOTP through; others get 403, or the MFA set-up page."""
     return _require_role(is_admin)(view)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """What the header and the account pages show a signed-in person (checked lazily)."""
+
+    is_reviewer: bool
+    is_admin: bool
+    has_totp: bool
+
+
+def roles_of(user: Any) -> Roles:
+    """The roles of the request user (nothing for an anonymous visitor)."""
+    if not getattr(user, "is_authenticated", False):
+        return Roles(is_reviewer=False, is_admin=False, has_totp=False)
+    return Roles(is_reviewer=is_reviewer(user), is_admin=is_admin(user), has_totp=has_totp(user))

@@ -98,3 +98,43 @@ def test_the_admin_login_form_cannot_be_posted_around_totp(client, staff):
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
     assert "_auth_user_id" not in client.session
+
+
+def test_the_header_links_review_and_admin_tools_only_for_those_roles(client, user, other_user):
+    from django.contrib.auth.models import Group
+
+    from accounts.roles import REVIEWERS_GROUP
+
+    client.force_login(user)
+    page = client.get("/dashboard/settings/").content.decode()
+    assert 'href="/review/"' not in page and 'href="/admin-tools/"' not in page
+    other_user.groups.add(Group.objects.get_or_create(name=REVIEWERS_GROUP)[0])
+    client.force_login(other_user)
+    page = client.get("/dashboard/settings/").content.decode()
+    assert 'href="/review/"' in page and 'href="/admin-tools/"' not in page
+    other_user.is_staff = True
+    other_user.save(update_fields=["is_staff"])
+    page = client.get("/dashboard/settings/").content.decode()
+    assert 'href="/review/"' in page and 'href="/admin-tools/"' in page
+
+
+def test_after_totp_set_up_the_account_pages_lead_back_to_the_review_queue(client, reviewer):
+    client.force_login(reviewer)
+    assert client.get("/review/?status=pending")["Location"] == "/accounts/2fa/totp/activate/"
+    # Before TOTP is on, no "continue" link: the page would only send them back here.
+    assert "Continue to the review queue" not in client.get("/accounts/2fa/").content.decode()
+    add_totp(reviewer)
+    page = client.get("/accounts/2fa/").content.decode()
+    assert "Continue to the review queue" in page and 'href="/review/?status=pending"' in page
+    assert client.get("/review/?status=pending").status_code == 200
+    # Arrived: the link is gone.
+    assert "Continue to the review queue" not in client.get("/accounts/2fa/").content.decode()
+
+
+def test_the_continue_link_is_per_session(client, reviewer, other_user):
+    client.force_login(reviewer)
+    client.get("/review/")
+    add_totp(other_user)
+    other = client.__class__()
+    other.force_login(other_user)
+    assert "Continue to" not in other.get("/accounts/2fa/").content.decode()

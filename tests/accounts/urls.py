@@ -1,4 +1,4 @@
-"""A test URLconf: the real project's URLs plus two role-protected pages."""
+"""A test URLconf: the real project's URLs plus two role-protected pages and a crashing one."""
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
@@ -17,7 +17,14 @@ def staff_page(request: HttpRequest) -> HttpResponse:
     return HttpResponse("staff only")
 
 
+def crashing_page(request: HttpRequest) -> HttpResponse:
+    raise RuntimeError("a bug in a view")
+
+
+handler500 = "memoryhub.unavailable.server_error"
+
 urlpatterns = [
+    path("test-crash/", crashing_page),
     path("test-review/", reviewer_page),
     path("test-staff/", staff_page),
     *project_urlpatterns,
