@@ -68,6 +68,12 @@ class SearchForm(forms.Form):
     q = forms.CharField(label="Search this mode", max_length=500, strip=True, required=False)
 
 
+class AgentFilterForm(forms.Form):
+    """Only the items one agent remembered (the choices are the agents of this mode)."""
+
+    agent = forms.UUIDField(required=False)
+
+
 class EpisodeFilterForm(forms.Form):
     type = forms.ChoiceField(label="Type", choices=EPISODE_TYPES, required=False)
     topic = forms.CharField(label="Topic", max_length=100, required=False, strip=True)

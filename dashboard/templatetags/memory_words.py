@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as format_date
+from django.utils.timesince import timesince
 
 from memoryhub.models import Confidence, MemoryKind, MemorySource, MemoryStatus
 from memoryhub.queries.memories import MemoryItem
@@ -96,3 +101,16 @@ def action_words(action: str) -> str:
 def receipt_kind(kind: str) -> str:
     """A receipt line's kind, in words ("fact", "message", "working_memory" …)."""
     return KIND_LABELS.get(kind, kind.replace("_", " ")).lower()
+
+
+@register.filter
+def when(moment: datetime | None) -> str:
+    """ "just now", "5 minutes ago" or "3 hours ago" within a day; the date after; "never"."""
+    if moment is None:
+        return "never"
+    age = timezone.now() - moment
+    if age < timedelta(minutes=1):
+        return "just now"
+    if age < timedelta(days=1):
+        return f"{timesince(moment, depth=1)} ago"
+    return format_date(timezone.localtime(moment), "j M Y, H:i")

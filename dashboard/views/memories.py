@@ -13,7 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import reswap
 
-from dashboard.forms import CopyForm, EpisodeFilterForm, MemoryEditForm, ModeForm, ResolveForm
+from dashboard.forms import (
+    AgentFilterForm,
+    CopyForm,
+    EpisodeFilterForm,
+    MemoryEditForm,
+    ModeForm,
+    ResolveForm,
+)
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
 from memoryhub.http import AuthedRequest
@@ -26,6 +33,7 @@ from memoryhub.queries.overview import (
     explain_memory,
     get_item,
     get_overview,
+    list_mode_agents,
 )
 from memoryhub.services.confidence import confirm_memory
 from memoryhub.services.curation import (
@@ -72,10 +80,12 @@ def _card_context(request: AuthedRequest, mode: Mode, **extra: Any) -> dict[str,
 @require_GET
 @login_required
 def memory_list(request: AuthedRequest) -> HttpResponse:
-    """What the agent remembers in one mode: a section, a page at a time."""
+    """What agents remember in one mode: a section, a page at a time, of one agent or all."""
     mode = mode_or_404(request.user, request.GET.get("mode", "personal"))
     section = SECTIONS_BY_SLUG.get(request.GET.get("section", ""), DEFAULT_SECTION)
     filters = EpisodeFilterForm(request.GET) if section.slug == "episodes" else None
+    agent_form = AgentFilterForm(request.GET)
+    agent_id = agent_form.cleaned_data["agent"] if agent_form.is_valid() else None
     overview = get_overview(
         user=request.user,
         mode=mode,
@@ -83,6 +93,7 @@ def memory_list(request: AuthedRequest) -> HttpResponse:
         section=section,
         page=page_number(request),
         episode_filter=_episode_filter(filters),
+        agent_id=agent_id,
     )
     page_query = request.GET.copy()
     page_query.pop("page", None)
@@ -97,6 +108,8 @@ def memory_list(request: AuthedRequest) -> HttpResponse:
         sections=SECTIONS,
         filters=filters,
         mode_form=ModeForm(),
+        agents=list_mode_agents(user=request.user, mode=mode),
+        agent_id=agent_id,
     )
     return page_or_fragment(
         request, "dashboard/memory_list.html", "dashboard/_memory_page.html", context

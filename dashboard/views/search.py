@@ -10,7 +10,8 @@ from dashboard.forms import SearchForm
 from memoryhub.embeddings import default_embedder
 from memoryhub.http import AuthedRequest
 from memoryhub.models import Mode
-from memoryhub.queries.recall import search_memories
+from memoryhub.queries.overview import name_agents
+from memoryhub.queries.recall import DEFAULT_MIN_SCORE, search_memories
 
 from .rendering import page_or_fragment
 from .scoping import actor_of, mode_or_404
@@ -21,11 +22,11 @@ SEARCH_LIMIT = 20
 @require_GET
 @login_required
 def search(request: AuthedRequest, mode_slug: str) -> HttpResponse:
-    """Ranked results for the query in this mode (the full page, or the results for htmx)."""
+    """The close matches of the query in this mode, best first (the page, or the results)."""
     mode = mode_or_404(request.user, mode_slug)
     form = SearchForm(request.GET)
     query = form.cleaned_data["q"] if form.is_valid() else ""
-    results = (
+    found = (
         search_memories(
             user=request.user,
             mode=mode,
@@ -35,10 +36,12 @@ def search(request: AuthedRequest, mode_slug: str) -> HttpResponse:
             k=SEARCH_LIMIT,
             # The owner browsing is not an agent using the memory: "last used" stays as it was.
             record_access=False,
+            min_score=DEFAULT_MIN_SCORE,
         )
         if query
         else []
     )
+    results = name_agents(user=request.user, mode=mode, items=found)
     context = {
         "mode": mode,
         "form": form,

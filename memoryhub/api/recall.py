@@ -16,7 +16,7 @@ from pydantic import Field
 from memoryhub.embeddings import Embedder, default_embedder
 from memoryhub.queries.context import MAX_BUDGET_TOKENS, ContextBundle, assemble_context
 from memoryhub.queries.memories import MemoryItem
-from memoryhub.queries.recall import MAX_K, MAX_QUERY_CHARS, search_memories
+from memoryhub.queries.recall import DEFAULT_MIN_SCORE, MAX_K, MAX_QUERY_CHARS, search_memories
 from memoryhub.services.sessions import get_session
 
 from .auth import Scope, resolve_scope
@@ -33,6 +33,10 @@ class SearchIn(ScopeIn):
     until: When | None = None
     topics: list[Annotated[Text, Field(max_length=200)]] = Field(
         default_factory=list, max_length=10
+    )
+    min_score: Annotated[float, Field(ge=-1, le=2)] | None = Field(
+        DEFAULT_MIN_SCORE,
+        description="Relevance floor: memories scoring under it are left out; null for none.",
     )
 
 
@@ -55,6 +59,10 @@ class ScoredMemoryOut(MemoryOut):
 
 class SearchOut(Schema):
     results: list[ScoredMemoryOut]
+    no_close_match: bool = Field(
+        description="True when no memory reached min_score: results is empty, say so rather "
+        "than guess."
+    )
 
 
 class ContextIn(ScopeIn):
@@ -134,8 +142,11 @@ def search_for(scope: Scope, payload: SearchIn, *, embedder: Embedder) -> Search
         since=payload.since,
         until=payload.until,
         topics=payload.topics,
+        min_score=payload.min_score,
     )
-    return SearchOut(results=[ScoredMemoryOut.scored(item) for item in items])
+    return SearchOut(
+        results=[ScoredMemoryOut.scored(item) for item in items], no_close_match=not items
+    )
 
 
 def context_for(scope: Scope, payload: ContextIn, *, embedder: Embedder) -> ContextOut:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -132,11 +133,17 @@ def _display_rows(queryset: MemoryQuerySet) -> MemoryQuerySet:
 
 
 def _section_rows(
-    user: User, mode: Mode, section: Section, episode_filter: EpisodeFilter | None
+    user: User,
+    mode: Mode,
+    section: Section,
+    episode_filter: EpisodeFilter | None,
+    agent_id: UUID | None = None,
 ) -> MemoryQuerySet:
     queryset = memories_of(user=user, mode=mode).filter(status__in=section.statuses)
     if section.kinds:
         queryset = queryset.filter(kind__in=section.kinds)
+    if agent_id is not None:
+        queryset = queryset.filter(agent_id=agent_id)
     if section.slug != "episodes":
         return queryset.order_by("-created_at", "-id")
     # The timeline orders by when it happened, or else by when it was remembered.
@@ -244,11 +251,12 @@ def get_overview(
     per_page: int = 25,
     episode_filter: EpisodeFilter | None = None,
     candidate_limit: int = 5,
+    agent_id: UUID | None = None,
 ) -> Overview:
-    """One page of a section, plus the candidates and contradictions waiting for the user."""
+    """One page of a section (optionally of one agent's items), plus what waits for the user."""
     cipher = cipher_for(user)
     memory_page = _page(
-        _section_rows(user, mode, section, episode_filter),
+        _section_rows(user, mode, section, episode_filter, agent_id),
         cipher,
         number=page,
         per_page=per_page,
@@ -273,6 +281,37 @@ def get_overview(
         mode=mode.slug,
     )
     return overview
+
+
+@dataclass(frozen=True)
+class AgentName:
+    id: UUID
+    name: str
+
+
+def list_mode_agents(*, user: User, mode: Mode) -> tuple[AgentName, ...]:
+    """The agents that remembered something in this mode, by name (for the agent filter)."""
+    rows = (
+        memories_of(user=user, mode=mode)
+        .filter(agent__isnull=False)
+        .order_by("agent__name", "agent_id")
+        .values_list("agent_id", "agent__name")
+        .distinct()
+    )
+    return tuple(AgentName(id=agent_id, name=name) for agent_id, name in rows)
+
+
+def name_agents(*, user: User, mode: Mode, items: Sequence[MemoryItem]) -> list[MemoryItem]:
+    """The items with the name of the agent that stated each (as the dashboard cards show)."""
+    names = dict(
+        memories_of(user=user, mode=mode)
+        .filter(pk__in=[item.id for item in items], agent__isnull=False)
+        .values_list("pk", "agent__name")
+    )
+    return [
+        replace(item, extra={**item.extra, "agent": names[item.id]}) if item.id in names else item
+        for item in items
+    ]
 
 
 def get_item(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> MemoryItem:

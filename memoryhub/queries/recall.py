@@ -63,6 +63,10 @@ _LOADED = [f for f in Memory._meta.concrete_fields if f.attname not in UNREAD_CO
 _LOADED_FIELDS = [f.attname for f in _LOADED]
 _LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
 MAX_QUERY_CHARS = 4000
+# The relevance floor of a search a person or an agent asks for (the dashboard and the API; the
+# benchmarks rank without one). A little under context assembly's 0.3: a search says what it
+# looks for. Below it, "no close match" is a better answer than the least bad memory.
+DEFAULT_MIN_SCORE = 0.25
 
 
 @dataclass(frozen=True)
@@ -325,9 +329,11 @@ def search_memories(
     until: datetime | None = None,
     topics: Sequence[str] = (),
     record_access: bool = True,
+    min_score: float | None = None,
 ) -> list[MemoryItem]:
     """Return the k memories that best answer the query, best first, each with its score.
 
+    With `min_score`, memories scoring under it are left out (an empty list: no close match).
     Raises InvalidInputError on an empty or oversized query, k outside 1..100 or a bad filter.
     """
     query = check_query(query)
@@ -346,6 +352,8 @@ def search_memories(
         k=k,
         recall_filter=recall_filter,
     )
+    if min_score is not None:
+        ranked = [entry for entry in ranked if entry.score >= min_score]
     items = decrypt_ranked(ranked, cipher)
     ids = [item.id for item in items]
     audit.record_access(

@@ -27,7 +27,8 @@ def _empty_access_buffer(db):
 def test_search_returns_the_best_memories_first_with_their_scores(api, user, personal, embedder):
     factories.make_memory(user, personal, "Alice is allergic to peanuts.", embedder=embedder)
     factories.make_memory(user, personal, "Alice's locker code is QX7731.", embedder=embedder)
-    response = api.post("/search", {"user": "alice", "query": "locker QX7731", "k": 2})
+    body = {"user": "alice", "query": "locker QX7731", "k": 2, "min_score": None}
+    response = api.post("/search", body)
     assert response.status_code == 200
     items = response.json()["results"]
     assert [item["content"] for item in items][0] == "Alice's locker code is QX7731."
@@ -58,6 +59,34 @@ def test_search_stays_in_its_mode(api, user, personal, work, embedder):
     assert len(work_items.json()["results"]) == 1
 
 
+def test_search_leaves_out_memories_under_the_relevance_floor(api, user, personal, embedder):
+    factories.make_memory(user, personal, "Alice is allergic to peanuts.", embedder=embedder)
+    factories.make_memory(user, personal, "Alice plays the cello.", embedder=embedder)
+    found = api.post("/search", {"user": "alice", "query": "peanut allergy"}).json()
+    assert [item["content"] for item in found["results"]] == ["Alice is allergic to peanuts."]
+    assert found["no_close_match"] is False
+    assert all(item["score"] >= 0.25 for item in found["results"])
+    unfloored = {"user": "alice", "query": "peanut allergy", "min_score": None}
+    assert len(api.post("/search", unfloored).json()["results"]) == 2
+
+
+def test_search_says_when_nothing_is_a_close_match(api, user, personal, work, embedder):
+    factories.make_memory(user, personal, "Alice is allergic to peanuts.", embedder=embedder)
+    found = api.post("/search", {"user": "alice", "query": "quantum zebra"}).json()
+    assert found == {"results": [], "no_close_match": True}
+    strict = {"user": "alice", "query": "peanuts", "min_score": 1.9}
+    assert api.post("/search", strict).json()["no_close_match"] is True
+    # The close match of another mode does not count.
+    other_mode = {"user": "alice", "mode": "work", "query": "peanuts"}
+    assert api.post("/search", other_mode).json()["no_close_match"] is True
+
+
+def test_the_search_schema_documents_the_floor(api):
+    schema = api.get("/openapi.json").json()["components"]["schemas"]
+    assert "min_score" in schema["SearchIn"]["properties"]
+    assert "no_close_match" in schema["SearchOut"]["required"]
+
+
 @pytest.mark.parametrize(
     "body",
     [
@@ -70,6 +99,8 @@ def test_search_stays_in_its_mode(api, user, personal, work, embedder):
         {"user": "alice", "query": "x", "since": "2024-02-01T00:00:00Z", "until": "2024-01-01"},
         {"user": "alice", "query": "x\u0000"},
         {"query": "x"},
+        {"user": "alice", "query": "x", "min_score": 5},
+        {"user": "alice", "query": "x", "min_score": "high"},
     ],
 )
 def test_bad_search_input_is_422_with_the_error_shape(api, user, body):

@@ -6,7 +6,7 @@ import re
 
 from memoryhub.actors import Actor
 from memoryhub.models import Memory
-from memoryhub.queries.recall import search_memories
+from memoryhub.queries.recall import DEFAULT_MIN_SCORE, search_memories
 
 
 def result_ids(body):
@@ -26,6 +26,7 @@ def test_search_ranks_like_the_api(signed_in, user, personal, remember, embedder
         embedder=embedder,
         k=20,
         record_access=False,
+        min_score=DEFAULT_MIN_SCORE,
     )
     assert result_ids(body) == [str(item.id) for item in expected]
     assert result_ids(body)[0] == str(expected[0].id)
@@ -36,7 +37,7 @@ def test_search_stays_in_the_mode_and_with_the_owner(signed_in, other_user, reme
     remember("Works with Marc on routing.", mode=work)
     remember("Marc is Bob's brother.", owner=other_user)
     body = signed_in.get("/dashboard/modes/personal/search/?q=Marc").content.decode()
-    assert result_ids(body) == [] and "Nothing in the Personal mode matches" in body
+    assert result_ids(body) == [] and "No close match" in body
     work_body = signed_in.get("/dashboard/modes/work/search/?q=Marc").content.decode()
     assert "Works with Marc on routing." in work_body and "Bob" not in work_body
 
@@ -66,4 +67,4 @@ def test_an_empty_search_shows_the_form_only(signed_in, remember):
 
 def test_a_search_with_no_match_says_so(signed_in, db):
     body = signed_in.get("/dashboard/modes/personal/search/?q=zeppelin").content.decode()
-    assert "Nothing in the Personal mode matches" in body
+    assert "No close match" in body
