@@ -18,10 +18,15 @@ from django.http import HttpRequest
 from ninja import Query, Router, Status
 
 from memoryhub.embeddings import Embedder, default_embedder
-from memoryhub.errors import ContentTooLargeError, InvalidInputError, NotFoundError
+from memoryhub.errors import (
+    ContentTooLargeError,
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+)
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
-from memoryhub.models import MemoryStatus
+from memoryhub.models import MemorySource, MemoryStatus
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory, list_memories
 from memoryhub.services.forget import ForgetSelector, forget
@@ -79,7 +84,16 @@ def new_memory(fields: MemoryFields) -> NewMemory:
 def remember_items(
     scope: Scope, items: list[MemoryFields], *, embedder: Embedder
 ) -> list[MemoryOut]:
-    """Store the items for the scope's user and mode, all or nothing."""
+    """Store the items for the scope's user and mode, all or nothing.
+
+    Raises PermissionDeniedError when an agent key claims the user's own word (source "user").
+    """
+    # Security invariant: user provenance (shown as said by the user, confidence high) comes
+    # only from the user: the dashboard or their personal key, never an agent's key.
+    if scope.agent is not None and any(f.source == "user" for f in items):
+        raise PermissionDeniedError(
+            'an agent key cannot write source "user": use "agent" or "explicit"'
+        )
     new_items = [new_memory(fields) for fields in items]
     rows = remember_many(
         user=scope.user,
@@ -216,6 +230,10 @@ def edit_memory_route(
         importance=payload.importance,
         payload=payload.payload,
         is_flagged=looks_like_instructions(payload.content) if payload.content else None,
+        # The new words are the editor's: an agent's (even over the user's), or the user's own
+        # through their personal key.
+        source=MemorySource.AGENT if scope.agent else MemorySource.USER,
+        agent_id=scope.agent.pk if scope.agent else None,
     )
     return MemoryOut.of(decrypt_memory(memory, cipher_for(scope.user)))
 

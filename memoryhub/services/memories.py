@@ -235,6 +235,25 @@ def _keep_version(memory: Memory, cipher: UserCipher, actor: Actor, reason: str)
     )
 
 
+_CONFIDENCE_RANK = {Confidence.CANDIDATE: 0, Confidence.MEDIUM: 1, Confidence.HIGH: 2}
+
+
+def _take_provenance(memory: Memory, *, source: str, agent_id: UUID | None) -> list[str]:
+    """Make an edited memory the editor's; return the fields changed (not saved here)."""
+    # Security invariant: what the user said, rewritten by an agent, is no longer the user's
+    # word. It becomes the agent's, and never keeps more confidence than the agent's own word.
+    _choice(source, MemorySource, "source")
+    earned = _default_confidence(source)
+    if _CONFIDENCE_RANK[Confidence(memory.confidence)] > _CONFIDENCE_RANK[Confidence(earned)]:
+        memory.confidence = earned
+    memory.source = source
+    fields = ["source", "confidence"]
+    if agent_id is not None:
+        memory.agent_id = agent_id
+        fields.append("agent")
+    return fields
+
+
 def edit_memory(
     *,
     user: User,
@@ -247,9 +266,17 @@ def edit_memory(
     payload: dict[str, Any] | None = None,
     confidence: str | None = None,
     is_flagged: bool | None = None,
+    source: str | None = None,
+    agent_id: UUID | None = None,
 ) -> Memory:
-    """Change a memory, keeping its previous content as a version."""
+    """Change a memory, keeping its previous content as a version.
+
+    New content or payload is the editor's word: `source` (by default "agent" for an agent
+    actor, else unchanged) and `agent_id` become the memory's provenance.
+    """
     check_writable(user, actor)
+    if source is None and actor.actor_type == ActorType.AGENT:
+        source = MemorySource.AGENT
     cipher = cipher_for(user)
     with transaction.atomic():
         memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
@@ -281,6 +308,8 @@ def edit_memory(
         if is_flagged is not None:
             memory.is_flagged = is_flagged
             fields.append("is_flagged")
+        if source is not None and (content is not None or payload is not None):
+            fields += _take_provenance(memory, source=source, agent_id=agent_id)
         memory.updated_at = timezone.now()
         memory.save(update_fields=fields)
         record_access(
