@@ -203,6 +203,38 @@ def database_settings(url: str | None) -> dict[str, object]:
 
 USES_EMBEDDED_DATABASE = env_str("DATABASE_URL") is None
 DATABASES = {"default": database_settings(env_str("DATABASE_URL"))}
+
+# Read replicas: hot standbys of the primary (PostgreSQL streaming replication). Only the reads
+# that memoryhub/replicas.py routes go there; everything else, writes included, stays on
+# "default". A replica that does not answer within this many seconds is skipped for a while.
+REPLICA_CONNECT_TIMEOUT_SECONDS = 2
+# A replica further behind the primary than this serves nobody until it catches up.
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 30)
+
+
+def replica_databases(urls: str | None) -> dict[str, dict[str, object]]:
+    """Build "replica_0", "replica_1"… from comma-separated postgresql:// URLs."""
+    replicas: dict[str, dict[str, object]] = {}
+    for number, url in enumerate(u.strip() for u in (urls or "").split(",") if u.strip()):
+        if urlparse(url).scheme not in {"postgres", "postgresql"}:
+            raise ImproperlyConfigured("DATABASE_REPLICA_URLS must hold postgresql:// URLs")
+        entry = database_settings(url)
+        built = entry.get("OPTIONS")
+        options = dict(built) if isinstance(built, dict) else {}
+        pool = options.get("pool")
+        if isinstance(pool, dict):
+            # Waiting for a pooled connection is bounded too: a busy replica hands reads back.
+            wait = min(float(pool.get("timeout", 30)), REPLICA_CONNECT_TIMEOUT_SECONDS)
+            options["pool"] = {**pool, "timeout": float(wait)}
+        options["connect_timeout"] = REPLICA_CONNECT_TIMEOUT_SECONDS
+        entry["OPTIONS"] = options
+        # The test suite runs without replicas: a configured one just mirrors the test database.
+        entry["TEST"] = {"MIRROR": "default"}
+        replicas[f"replica_{number}"] = entry
+    return replicas
+
+
+DATABASES.update(replica_databases(env_str("DATABASE_REPLICA_URLS")))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "memoryhub.User"
 

@@ -33,6 +33,7 @@ from .workspaces import (
     UserKey,
     Workspace,
 )
+from .write_marks import UserWriteMark
 
 __all__ = [
     "DEFAULT_MODES",
@@ -63,6 +64,7 @@ __all__ = [
     "Session",
     "User",
     "UserKey",
+    "UserWriteMark",
     "Workspace",
     "WorkspaceKey",
     "WorkspaceNodeType",

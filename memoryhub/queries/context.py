@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -19,7 +20,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError, NotFoundError
-from memoryhub.keyring import cipher_for
+from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Agent, Mode, Session, User
 from memoryhub.queries import context_layers as layers
 from memoryhub.queries.context_budget import (
@@ -34,6 +35,7 @@ from memoryhub.queries.context_budget import (
 from memoryhub.queries.context_layers import Entry
 from memoryhub.queries.memories import MemoryItem
 from memoryhub.queries.recall import RecallFilter, decrypt_ranked, rank_memories
+from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 from memoryhub.services.memories import check_content
@@ -133,6 +135,98 @@ def _memories(layer: int, key: str, label: str, items: Sequence[MemoryItem]) -> 
     return _list(layer, key, label, [layers.memory_entry(item) for item in items])
 
 
+@dataclass(frozen=True)
+class _LayerInputs:
+    """What the user's own layers (4 to 8) are built from."""
+
+    user: User
+    mode: Mode
+    session: Session | None
+    message: str
+    vector: list[float]
+    cipher: UserCipher
+    now: datetime
+    agent_settings: AgentSettings
+    enabled: frozenset[int]
+
+
+def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], bool]:
+    """Layers 4 to 8, read from one database; and whether the message starts the session."""
+    user, mode, session, cipher = inputs.user, inputs.mode, inputs.session, inputs.cipher
+    agent_settings, enabled = inputs.agent_settings, inputs.enabled
+    lists: list[ListLayer] = []
+    thread = None
+    if session is not None and THREAD in enabled:
+        thread = layers.thread_messages(
+            session=session,
+            cipher=cipher,
+            message=inputs.message,
+            message_vector=inputs.vector,
+            last_messages=agent_settings.last_messages,
+            top_k=agent_settings.recall_top_k,
+            message_range=agent_settings.recall_message_range,
+            using=using,
+        )
+    if session is None:
+        is_start = True
+    elif thread is not None:
+        is_start = thread.is_session_start
+    else:  # Thread layer off: count the messages, the current one perhaps among them.
+        is_start = session.messages.using(using).count() <= 1
+    shown: list[UUID] = []
+
+    if PROFILE in enabled:
+        profile = layers.profile_items(
+            user=user, mode=mode, cipher=cipher, is_session_start=is_start, using=using
+        )
+        lists.append(_memories(PROFILE, "profile", "profile", profile))
+        shown += [item.id for item in profile]
+    if SESSIONS in enabled and is_start:
+        summaries = layers.recent_summaries(
+            user=user, mode=mode, cipher=cipher, session=session, using=using
+        )
+        items = layers.open_items(user=user, mode=mode, cipher=cipher, using=using)
+        lists.append(_memories(SESSIONS, "recent_sessions", "session-summaries", summaries))
+        lists.append(_memories(SESSIONS, "open_items", "open-items", items))
+        shown += [item.id for item in (*summaries, *items)]
+    compacted = None
+    if session is not None and COMPACTED in enabled:
+        compacted = layers.compaction_summary(
+            user=user, mode=mode, cipher=cipher, session=session, using=using
+        )
+        if compacted is not None:
+            shown.append(compacted.id)
+    if MEMORIES in enabled:
+        ranked = rank_memories(
+            user=user,
+            mode=mode,
+            query=inputs.message,
+            query_vector=inputs.vector,
+            cipher=cipher,
+            k=RELEVANT_MEMORIES_K,
+            recall_filter=RecallFilter(exclude_ids=tuple(shown)),
+            now=inputs.now,
+            using=using,
+        )
+        relevant = [r for r in ranked if r.score >= MIN_RELEVANCE]
+        items = decrypt_ranked(relevant, cipher)
+        lists.append(_memories(MEMORIES, "memories", "memories", items))
+    if thread is not None and session is not None:
+        if agent_settings.is_working_memory_enabled:
+            lines = layers.working_memory_lines(session=session, cipher=cipher, now=inputs.now)
+            entries = [Entry(key=f"working_memory:{n}", text=line) for n, line in enumerate(lines)]
+            lists.append(_list(THREAD, "working_memory", "working-memory", entries))
+        lists.append(_list(THREAD, "thread_recalled", "thread-recalled", thread.recalled))
+        # The newest message is worth the most: first in value, last on the page.
+        newest_first = list(reversed(thread.recent))
+        lists.append(
+            _list(THREAD, "thread_recent", "thread-recent", newest_first, is_reversed_on_page=True)
+        )
+    if compacted is not None:
+        lists.append(_memories(COMPACTED, "compacted_history", "compacted-history", [compacted]))
+    return lists, is_start
+
+
 def assemble_context(
     *,
     user: User,
@@ -173,71 +267,12 @@ def assemble_context(
         trusted.append(
             TrustedBlock("persona", PERSONA, agent_settings.persona, PRIORITY["persona"])
         )
-    lists: list[ListLayer] = []
-
-    thread = None
-    if session is not None and THREAD in enabled:
-        thread = layers.thread_messages(
-            session=session,
-            cipher=cipher,
-            message=message,
-            message_vector=vector,
-            last_messages=agent_settings.last_messages,
-            top_k=agent_settings.recall_top_k,
-            message_range=agent_settings.recall_message_range,
-        )
-    if session is None:
-        is_start = True
-    elif thread is not None:
-        is_start = thread.is_session_start
-    else:  # Thread layer off: count the messages, the current one perhaps among them.
-        is_start = session.messages.count() <= 1
-    shown: list[UUID] = []
-
-    if PROFILE in enabled:
-        profile = layers.profile_items(
-            user=user, mode=mode, cipher=cipher, is_session_start=is_start
-        )
-        lists.append(_memories(PROFILE, "profile", "profile", profile))
-        shown += [item.id for item in profile]
-    if SESSIONS in enabled and is_start:
-        summaries = layers.recent_summaries(user=user, mode=mode, cipher=cipher, session=session)
-        items = layers.open_items(user=user, mode=mode, cipher=cipher)
-        lists.append(_memories(SESSIONS, "recent_sessions", "session-summaries", summaries))
-        lists.append(_memories(SESSIONS, "open_items", "open-items", items))
-        shown += [item.id for item in (*summaries, *items)]
-    compacted = None
-    if session is not None and COMPACTED in enabled:
-        compacted = layers.compaction_summary(user=user, mode=mode, cipher=cipher, session=session)
-        if compacted is not None:
-            shown.append(compacted.id)
-    if MEMORIES in enabled:
-        ranked = rank_memories(
-            user=user,
-            mode=mode,
-            query=message,
-            query_vector=vector,
-            cipher=cipher,
-            k=RELEVANT_MEMORIES_K,
-            recall_filter=RecallFilter(exclude_ids=tuple(shown)),
-            now=now,
-        )
-        relevant = [r for r in ranked if r.score >= MIN_RELEVANCE]
-        items = decrypt_ranked(relevant, cipher)
-        lists.append(_memories(MEMORIES, "memories", "memories", items))
-    if thread is not None and session is not None:
-        if agent_settings.is_working_memory_enabled:
-            lines = layers.working_memory_lines(session=session, cipher=cipher, now=now)
-            entries = [Entry(key=f"working_memory:{n}", text=line) for n, line in enumerate(lines)]
-            lists.append(_list(THREAD, "working_memory", "working-memory", entries))
-        lists.append(_list(THREAD, "thread_recalled", "thread-recalled", thread.recalled))
-        # The newest message is worth the most: first in value, last on the page.
-        newest_first = list(reversed(thread.recent))
-        lists.append(
-            _list(THREAD, "thread_recent", "thread-recent", newest_first, is_reversed_on_page=True)
-        )
-    if compacted is not None:
-        lists.append(_memories(COMPACTED, "compacted_history", "compacted-history", [compacted]))
+    inputs = _LayerInputs(
+        user, mode, session, message, vector, cipher, now, agent_settings, enabled
+    )
+    # The user's own layers may come from a replica that has their last write; the workspace's
+    # (knowledge, graph) are read from the primary like any other workspace data.
+    lists, is_start = read_for_user(user.pk, partial(_user_layers, inputs))
     if KNOWLEDGE in enabled and layers.is_question(message):
         passages = layers.knowledge_passages(
             workspace=user.workspace,

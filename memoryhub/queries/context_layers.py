@@ -1,7 +1,8 @@
 """The untrusted layers of an assembled context: what each one reads, decrypted into entries.
 
 Every function here reads one (user, mode) scope and returns plain `Entry` values; nothing
-here fences, budgets or audits (queries/context.py does, once for the whole context).
+here fences, budgets or audits (queries/context.py does, once for the whole context). `using`
+names the database to read: queries/context.py picks the user's (memoryhub/replicas.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Case, IntegerField, Value, When
 from pgvector.django import CosineDistance
 
@@ -69,7 +71,12 @@ def memory_entry(item: MemoryItem) -> Entry:
 
 
 def profile_items(
-    *, user: User, mode: Mode, cipher: UserCipher, is_session_start: bool
+    *,
+    user: User,
+    mode: Mode,
+    cipher: UserCipher,
+    is_session_start: bool,
+    using: str = DEFAULT_DB_ALIAS,
 ) -> list[MemoryItem]:
     """Facts, preferences and procedures, most important first.
 
@@ -79,6 +86,7 @@ def profile_items(
     """
     queryset = (
         memories_of(user=user, mode=mode)
+        .using(using)
         .defer(*UNREAD_COLUMNS)
         .recallable()
         .of_kind(*PROFILE_KINDS)
@@ -92,11 +100,17 @@ def profile_items(
 
 
 def recent_summaries(
-    *, user: User, mode: Mode, cipher: UserCipher, session: Session | None
+    *,
+    user: User,
+    mode: Mode,
+    cipher: UserCipher,
+    session: Session | None,
+    using: str = DEFAULT_DB_ALIAS,
 ) -> list[MemoryItem]:
     """The summaries of the last few sessions (never this one's, never a thread compaction)."""
     queryset = (
         memories_of(user=user, mode=mode)
+        .using(using)
         .defer(*UNREAD_COLUMNS)
         .recallable()
         .of_kind(MemoryKind.SESSION_SUMMARY)
@@ -108,10 +122,13 @@ def recent_summaries(
     return [decrypt_memory(row, cipher) for row in rows]
 
 
-def open_items(*, user: User, mode: Mode, cipher: UserCipher) -> list[MemoryItem]:
+def open_items(
+    *, user: User, mode: Mode, cipher: UserCipher, using: str = DEFAULT_DB_ALIAS
+) -> list[MemoryItem]:
     """What is still open for the user in the mode, most important first."""
     rows = (
         memories_of(user=user, mode=mode)
+        .using(using)
         .defer(*UNREAD_COLUMNS)
         .recallable()
         .of_kind(MemoryKind.OPEN_ITEM)
@@ -122,11 +139,12 @@ def open_items(*, user: User, mode: Mode, cipher: UserCipher) -> list[MemoryItem
 
 
 def compaction_summary(
-    *, user: User, mode: Mode, cipher: UserCipher, session: Session
+    *, user: User, mode: Mode, cipher: UserCipher, session: Session, using: str = DEFAULT_DB_ALIAS
 ) -> MemoryItem | None:
     """The summary standing in for this thread's compacted (older) messages, if any."""
     row = (
         memories_of(user=user, mode=mode)
+        .using(using)
         .defer(*UNREAD_COLUMNS)
         .recallable()
         .filter(idempotency_key=f"{COMPACTION_KEY_PREFIX}{session.pk}")
@@ -164,6 +182,7 @@ def thread_messages(
     last_messages: int,
     top_k: int,
     message_range: int,
+    using: str = DEFAULT_DB_ALIAS,
 ) -> ThreadMessages:
     """The last N messages verbatim, plus the top-K older ones most similar to the message.
 
@@ -171,9 +190,10 @@ def thread_messages(
     if the agent already stored it, is left out: it is the user's own block. Compacted messages
     are never among the last N (their summary stands in) but may be recalled by similarity.
     """
+    messages = session.messages.using(using)
     # One more than asked: the newest may be the current message itself.
     latest = list(
-        session.messages.filter(is_compacted=False)
+        messages.filter(is_compacted=False)
         .defer("embedding")
         .order_by("-seq")[: max(last_messages, 1) + 1]
     )
@@ -186,7 +206,7 @@ def thread_messages(
     excluded.update(row.seq for row in recent_rows)
     recalled: list[Entry] = []
     if top_k > 0:
-        older = session.messages.exclude(embedding=None).exclude(seq__in=excluded)
+        older = messages.exclude(embedding=None).exclude(seq__in=excluded)
         if recent_rows:
             older = older.filter(seq__lt=recent_rows[-1].seq)
         hits = list(
@@ -203,7 +223,7 @@ def thread_messages(
         if recent_rows:
             wanted = {seq for seq in wanted if seq < recent_rows[-1].seq}
         if wanted:
-            rows = session.messages.filter(seq__in=wanted).defer("embedding").order_by("seq")
+            rows = messages.filter(seq__in=wanted).defer("embedding").order_by("seq")
             recalled = [_message_entry(row, _message_text(row, cipher)) for row in rows]
     return ThreadMessages(
         recent=tuple(_message_entry(row, texts[row.seq]) for row in reversed(recent_rows)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -25,6 +26,7 @@ from memoryhub.models import (
 )
 from memoryhub.queries.journal import JOURNAL_TABLE
 from memoryhub.queries.memories import VERSION_TABLE, decrypt_memory, memories_of
+from memoryhub.replicas import read_for_user
 from memoryhub.services.audit import record_access
 from memoryhub.services.ingest import MESSAGE_TABLE
 from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
@@ -36,9 +38,9 @@ def _when(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def _versions(user: User, cipher: UserCipher) -> dict[UUID, list[dict[str, Any]]]:
+def _versions(user: User, cipher: UserCipher, using: str) -> dict[UUID, list[dict[str, Any]]]:
     by_memory: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
-    versions = MemoryVersion.objects.filter(memory__user=user).order_by("created_at")
+    versions = MemoryVersion.objects.using(using).filter(memory__user=user).order_by("created_at")
     for version in versions.iterator(chunk_size=2000):
         by_memory[version.memory_id].append(
             {
@@ -56,14 +58,14 @@ def _versions(user: User, cipher: UserCipher) -> dict[UUID, list[dict[str, Any]]
     return by_memory
 
 
-def _memories(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
-    versions = _versions(user, cipher)
+def _memories(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict[str, Any]]]:
+    versions = _versions(user, cipher, using)
     sources: dict[UUID, list[str]] = defaultdict(list)
-    links = Memory.source_messages.through.objects.filter(memory__user=user)
+    links = Memory.source_messages.through.objects.using(using).filter(memory__user=user)
     for memory_id, message_id in links.values_list("memory_id", "message_id").iterator():
         sources[memory_id].append(str(message_id))
     by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    rows = memories_of(user=user, mode=None).defer("embedding", "blind_tokens")
+    rows = memories_of(user=user, mode=None).using(using).defer("embedding", "blind_tokens")
     for row in rows.order_by("created_at", "id").iterator(chunk_size=2000):
         item = decrypt_memory(row, cipher)
         by_mode[row.mode_id].append(
@@ -106,9 +108,14 @@ def _working_memory(session: Session, cipher: UserCipher) -> Any:
         return text
 
 
-def _sessions(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
+def _sessions(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict[str, Any]]]:
     messages: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
-    rows = Message.objects.filter(session__user=user).defer("embedding").order_by("session", "seq")
+    rows = (
+        Message.objects.using(using)
+        .filter(session__user=user)
+        .defer("embedding")
+        .order_by("session", "seq")
+    )
     for message in rows.iterator(chunk_size=2000):
         messages[message.session_id].append(
             {
@@ -125,7 +132,12 @@ def _sessions(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]
             }
         )
     by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    sessions = Session.objects.filter(user=user).select_related("agent").order_by("started_at")
+    sessions = (
+        Session.objects.using(using)
+        .filter(user=user)
+        .select_related("agent")
+        .order_by("started_at")
+    )
     for session in sessions:
         by_mode[session.mode_id].append(
             {
@@ -141,9 +153,14 @@ def _sessions(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]
     return by_mode
 
 
-def _journal(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
+def _journal(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict[str, Any]]]:
     by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    entries = JournalEntry.objects.filter(user=user).select_related("agent").order_by("created_at")
+    entries = (
+        JournalEntry.objects.using(using)
+        .filter(user=user)
+        .select_related("agent")
+        .order_by("created_at")
+    )
     for entry in entries:
         by_mode[entry.mode_id].append(
             {
@@ -159,14 +176,12 @@ def _journal(user: User, cipher: UserCipher) -> dict[int, list[dict[str, Any]]]:
     return by_mode
 
 
-def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
-    """Everything of the user, decrypted, as one JSON-ready document; writes an audit row."""
-    cipher = cipher_for(user)
-    memories = _memories(user, cipher)
-    sessions = _sessions(user, cipher)
-    journal = _journal(user, cipher)
-    modes = list(Mode.objects.filter(user=user))
-    document = {
+def _document(user: User, cipher: UserCipher, using: str) -> dict[str, Any]:
+    memories = _memories(user, cipher, using)
+    sessions = _sessions(user, cipher, using)
+    journal = _journal(user, cipher, using)
+    modes = list(Mode.objects.using(using).filter(user=user))
+    return {
         "format": EXPORT_FORMAT,
         "exported_at": _when(timezone.now()),
         "account": {
@@ -198,17 +213,24 @@ def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
                 "last_used_at": _when(key.last_used_at),
                 "revoked_at": _when(key.revoked_at),
             }
-            for key in ApiKey.objects.filter(user=user).select_related("mode")
+            for key in ApiKey.objects.using(using).filter(user=user).select_related("mode")
         ],
         "blocked_agents": [
             block.agent.name
-            for block in AgentBlock.objects.filter(user=user).select_related("agent")
+            for block in AgentBlock.objects.using(using).filter(user=user).select_related("agent")
         ],
     }
+
+
+def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
+    """Everything of the user, decrypted, as one JSON-ready document; writes an audit row."""
+    cipher = cipher_for(user)
+    # Read from a replica that has the user's last write, or from the primary.
+    document = read_for_user(user.pk, partial(_document, user, cipher))
     record_access(
         actor=actor,
         subject_user_id=user.pk,
         action="account.export",
-        object_ids=[mode.slug for mode in modes],
+        object_ids=[mode["slug"] for mode in document["modes"]],
     )
     return document

@@ -15,6 +15,7 @@ from memoryhub.actors import Actor
 from memoryhub.errors import NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Memory, MemoryQuerySet, MemoryVersion, Mode, User
+from memoryhub.replicas import read_for_user
 from memoryhub.services.audit import record_access
 
 MEMORY_TABLE = "memory"
@@ -140,7 +141,8 @@ def list_memories(
         )
     elif before is not None:
         queryset = queryset.filter(created_at__lt=before)
-    rows = list(queryset.order_by("-created_at", "-id")[:limit])
+    page = queryset.order_by("-created_at", "-id")
+    rows = read_for_user(user.pk, lambda using: list(page.using(using)[:limit]))
     items = decrypt_memories(rows, cipher_for(user))
     record_access(
         actor=actor,

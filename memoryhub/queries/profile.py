@@ -10,6 +10,7 @@ from memoryhub.actors import Actor
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
 from memoryhub.queries.memories import MemoryItem, decrypt_memories, memories_of
+from memoryhub.replicas import read_for_user
 from memoryhub.services.audit import record_access
 
 PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
@@ -38,7 +39,8 @@ def _ranked(queryset: MemoryQuerySet) -> MemoryQuerySet:
 
 def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Profile:
     """The recallable (active, medium or high confidence) facts, preferences and procedures."""
-    rows = list(_ranked(memories_of(user=user, mode=mode).recallable().of_kind(*PROFILE_KINDS)))
+    queryset = _ranked(memories_of(user=user, mode=mode).recallable().of_kind(*PROFILE_KINDS))
+    rows = read_for_user(user.pk, lambda using: list(queryset.using(using)))
     items = decrypt_memories(rows, cipher_for(user))
     by_kind = {kind: tuple(i for i in items if i.kind == kind)[:limit] for kind in PROFILE_KINDS}
     profile = Profile(
@@ -58,8 +60,9 @@ def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Pr
 
 def list_open_items(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> list[MemoryItem]:
     """The active open items (things still to do or follow up), most important first."""
-    queryset = memories_of(user=user, mode=mode).active().of_kind(MemoryKind.OPEN_ITEM)
-    items = decrypt_memories(_ranked(queryset)[:limit], cipher_for(user))
+    queryset = _ranked(memories_of(user=user, mode=mode).active().of_kind(MemoryKind.OPEN_ITEM))
+    rows = read_for_user(user.pk, lambda using: list(queryset.using(using)[:limit]))
+    items = decrypt_memories(rows, cipher_for(user))
     record_access(
         actor=actor,
         subject_user_id=user.pk,

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -32,6 +32,7 @@ from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.models import Importance, Memory, MemoryKind, MemoryQuerySet, Mode, User
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
 from memoryhub.queries.query_terms import query_terms
+from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 
@@ -261,10 +262,12 @@ def rank_memories(
     k: int,
     recall_filter: RecallFilter = RecallFilter(),
     now: datetime | None = None,
+    using: str = DEFAULT_DB_ALIAS,
 ) -> list[RankedMemory]:
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
-    Nothing is decrypted and nothing is audited here.
+    Nothing is decrypted and nothing is audited here. `using` names the database to read
+    (memoryhub/replicas.py chooses it).
     """
     sql, params = ranking_query(
         user=user,
@@ -276,12 +279,12 @@ def rank_memories(
         recall_filter=recall_filter,
         now=now,
     )
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [
         RankedMemory(
-            row=Memory.from_db(connection.alias, _LOADED_FIELDS, row[4:]),
+            row=Memory.from_db(using, _LOADED_FIELDS, row[4:]),
             score=float(row[0]),
             cosine=float(row[1]),
             lexical=float(row[2]),
@@ -343,14 +346,18 @@ def search_memories(
     check_filter(recall_filter)
     query_vector = embedder.embed([query])[0]
     cipher = cipher_for(user)
-    ranked = rank_memories(
-        user=user,
-        mode=mode,
-        query=query,
-        query_vector=query_vector,
-        cipher=cipher,
-        k=k,
-        recall_filter=recall_filter,
+    ranked = read_for_user(
+        user.pk,
+        lambda using: rank_memories(
+            user=user,
+            mode=mode,
+            query=query,
+            query_vector=query_vector,
+            cipher=cipher,
+            k=k,
+            recall_filter=recall_filter,
+            using=using,
+        ),
     )
     if min_score is not None:
         ranked = [entry for entry in ranked if entry.score >= min_score]

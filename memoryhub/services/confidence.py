@@ -14,6 +14,7 @@ from memoryhub.errors import ConflictError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode, User
 from memoryhub.queries.memories import MEMORY_TABLE, get_memory_row
+from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access
 from memoryhub.services.memories import check_writable
 
@@ -133,6 +134,7 @@ def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
                 "updated_at",
             ]
         )
+        note_write(user.pk)
         record_access(
             actor=actor,
             subject_user_id=user.pk,

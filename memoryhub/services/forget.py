@@ -37,6 +37,7 @@ from memoryhub.models import (
     Session,
     User,
 )
+from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access, subject_pseudonym
 from memoryhub.services.forget_cascade import cascade, regenerate, restore, weaken
 from memoryhub.services.forget_selection import ForgetPlan, ForgetSelector, plan_forget
@@ -128,6 +129,7 @@ def forget(
         )
         cascade(user=user, mode=mode, plan=plan, cipher=cipher)
         receipt = _apply(user=user, mode=mode, plan=plan, cipher=cipher, embedder=embedder)
+        note_write(user.pk)
         record_access(
             actor=actor,
             subject_user_id=user.pk,

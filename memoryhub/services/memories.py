@@ -29,6 +29,7 @@ from memoryhub.models import (
     User,
 )
 from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE, get_memory_row
+from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access
 
 
@@ -193,6 +194,7 @@ def remember_many(
                     for mid in source_message_ids
                 ]
             )
+        note_write(user.pk)
         record_access(
             actor=actor,
             subject_user_id=user.pk,
@@ -312,6 +314,7 @@ def edit_memory(
             fields += _take_provenance(memory, source=source, agent_id=agent_id)
         memory.updated_at = timezone.now()
         memory.save(update_fields=fields)
+        note_write(user.pk)
         record_access(
             actor=actor,
             subject_user_id=user.pk,
@@ -335,6 +338,7 @@ def delete_memories(
         queryset = Memory.objects.for_owner(user=user, mode=mode).filter(pk__in=list(memory_ids))
         ids = list(queryset.values_list("pk", flat=True))
         queryset.delete()
+        note_write(user.pk)
         record_access(
             actor=actor, subject_user_id=user.pk, action=action, object_ids=ids, mode=mode.slug
         )

@@ -23,6 +23,7 @@ from memoryhub.extraction.offline import OfflineExtractor
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, ExtractionRun, Message, Mode, Session, User
+from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import StoreReport, is_explicit_statement, store_items
 from memoryhub.services.ingest import MESSAGE_TABLE
@@ -152,6 +153,7 @@ def add_message(
         locked.last_activity_at = now
         locked.save(update_fields=["last_activity_at"])
         session.last_activity_at = now
+        note_write(locked.user_id)
         report = StoreReport()
         if role == Message.Role.USER and not session.is_incognito:
             report = _apply_real_time(session, message, content, actor, embedder)
@@ -220,6 +222,7 @@ def end_session(*, session: Session, actor: Actor, reason: str = "explicit") -> 
             session_id = locked.pk
             transaction.on_commit(lambda: _enqueue_extraction(session_id))
         locked.save(update_fields=fields)
+        note_write(locked.user_id)
         record_access(
             actor=actor,
             subject_user_id=locked.user_id,
@@ -324,6 +327,7 @@ def put_working_memory(*, session: Session, data: dict[str, Any], actor: Actor) 
                 "last_activity_at",
             ]
         )
+        note_write(session.user_id)
         record_access(
             actor=actor,
             subject_user_id=session.user_id,
