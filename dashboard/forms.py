@@ -216,6 +216,5 @@ class PersonalKeyForm(forms.Form):
 
 
 class AccessFilterForm(forms.Form):
-    others_only = forms.BooleanField(
-        label="Only agents, reviewers, admins and MemoryHub (hide my own views)", required=False
-    )
+    # Unchecked by default: what a person wants to know is who else looked.
+    mine = forms.BooleanField(label="Also show what I did myself", required=False)

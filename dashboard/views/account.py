@@ -143,13 +143,16 @@ def key_revoke(request: AuthedRequest, key_id: int) -> HttpResponse:
 @require_GET
 @login_required
 def access_log(request: AuthedRequest) -> HttpResponse:
-    """Who accessed the user's memory: their own audit entries, newest first."""
+    """Who accessed the user's memory (others by default, also the user if asked), newest first."""
     form = AccessFilterForm(request.GET)
-    others_only = form.is_valid() and form.cleaned_data["others_only"]
+    include_mine = form.is_valid() and form.cleaned_data["mine"]
     entries = list_access_entries(
-        user=request.user, page=page_number(request), others_only=others_only
+        user=request.user,
+        actor=actor_of(request),
+        page=page_number(request),
+        include_mine=include_mine,
     )
-    context = {"form": form, "entries": entries, "others_only": others_only}
+    context = {"form": form, "entries": entries, "include_mine": include_mine}
     return render(request, "dashboard/access_log.html", context)
 
 

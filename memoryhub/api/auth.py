@@ -7,7 +7,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
@@ -21,7 +20,9 @@ from memoryhub.errors import (
 )
 from memoryhub.http import client_ip
 from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
+from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key
+from memoryhub.services.audit import record_access
 from memoryhub.services.ratelimit import check_rate_limit
 from memoryhub.services.users import ensure_mode
 
@@ -103,12 +104,16 @@ def _check_text(value: str, field: str) -> str:
 
 
 def _find_user(workspace_id: int, user_ref: str) -> User:
-    # The reference is the hub user's UUID or the workspace's external id for them.
-    condition = Q(external_id=user_ref)
-    with contextlib.suppress(ValueError):
-        condition |= Q(pk=uuid.UUID(user_ref))
     # Security invariant: only users of the key's own workspace are reachable.
-    user = User.objects.filter(condition, workspace_id=workspace_id).first()
+    users = User.objects.filter(workspace_id=workspace_id)
+    # The reference is the hub user's UUID or the workspace's external id for them, never
+    # both: a UUID names that user first, so an external id shaped like another user's UUID
+    # cannot stand in for them.
+    user = None
+    with contextlib.suppress(ValueError):
+        user = users.filter(pk=uuid.UUID(user_ref)).first()
+    if user is None:
+        user = users.filter(external_id=user_ref).first()
     if user is None:
         raise NotFoundError("user not found")
     return user
@@ -135,6 +140,13 @@ def scope_for_key(
     if api_key.agent is not None:
         user = _find_user(api_key.agent.workspace_id, user_ref)
         if AgentBlock.objects.filter(user=user, agent=api_key.agent).exists():
+            # The user sees refused attempts in "Who accessed my memory" (dashboard access log).
+            record_access(
+                actor=actor_for_key(api_key, channel=channel, ip=ip),
+                subject_user_id=user.pk,
+                action=REFUSED_ACTION,
+                mode=mode_slug if user.modes.filter(slug=mode_slug).exists() else "",
+            )
             raise AgentBlockedError("this user has blocked this agent")
     else:
         owner = api_key.user

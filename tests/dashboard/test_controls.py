@@ -141,8 +141,8 @@ def test_the_access_log_can_hide_the_users_own_views(signed_in, user):
         subject_user_id=user.pk,
         action="memory.list",
     )
-    everything = signed_in.get("/dashboard/access/").content.decode()
-    others = signed_in.get("/dashboard/access/?others_only=on").content.decode()
+    others = signed_in.get("/dashboard/access/").content.decode()
+    everything = signed_in.get("/dashboard/access/?mine=on").content.decode()
     assert "viewed memories in the dashboard" in everything
     assert "viewed memories in the dashboard" not in others and "travel-bot" in others
 
