@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.http import HttpRequest
 from ninja import Router, Status
 
-from memoryhub.errors import InvalidInputError, PermissionDeniedError
+from memoryhub.errors import ConflictError, InvalidInputError, PermissionDeniedError
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Mode, User
 from memoryhub.services.audit import record_access
@@ -30,6 +32,16 @@ def user_out(user: User) -> UserOut:
     )
 
 
+def _is_another_users_id(workspace_id: int, external_id: str) -> bool:
+    # A user reference is a UUID or an external id (api/auth.py tries the UUID first): an
+    # external id spelling another user's UUID would name that user, never this one.
+    try:
+        user_id = uuid.UUID(external_id)
+    except ValueError:
+        return False
+    return User.objects.filter(workspace_id=workspace_id, pk=user_id).exists()
+
+
 @router.post("/users", response={200: UserOut, 201: UserOut, **ERRORS})
 def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]:
     """Create an end user of the agent's workspace, or return the one with this external_id."""
@@ -46,11 +58,16 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
             validate_email(email)
         except DjangoValidationError:
             raise InvalidInputError("email is not a valid address") from None
-    actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
     existing = User.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
-        record_access(actor=actor, subject_user_id=existing.pk, action="user.read")
+        # The same scope rules as every other route: a user who blocked this agent is a 403,
+        # not their email and modes.
+        scope = resolve_scope(request, str(existing.pk))
+        record_access(actor=scope.actor, subject_user_id=existing.pk, action="user.read")
         return Status(200, user_out(existing))
+    if _is_another_users_id(workspace.pk, external_id):
+        raise ConflictError("external_id is the id of another user of this workspace")
+    actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
     user = create_user(
         workspace=workspace,
         external_id=external_id,
