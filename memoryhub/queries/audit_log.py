@@ -28,6 +28,7 @@ CSV_COLUMNS = (
     "mode",
     "channel",
     "client_ip",
+    "chain",
     "prev_hash",
     "row_hash",
 )
@@ -119,6 +120,7 @@ def audit_csv_lines(rows: Iterable[AuditEntry]) -> Iterator[str]:
                 _cell(entry.mode),
                 _cell(entry.channel),
                 _cell(entry.client_ip),
+                _cell(entry.chain),
                 _cell(entry.prev_hash),
                 _cell(entry.row_hash),
             ]

@@ -182,5 +182,7 @@ def test_the_audit_exports_as_csv_with_formulas_neutralised(admin_client, user):
     assert len(rows) == 2
     assert rows[1][4].startswith("'=")
     assert rows[1][7] == "m1 m2"
+    # The chain column lets an exported file be re-verified row by row, chain by chain.
+    assert rows[1][rows[0].index("chain")] == subject_pseudonym(user.pk)
     export = AuditEntry.objects.order_by("-id").first()
     assert (export.action, export.channel) == ("audit.export", "admin")
