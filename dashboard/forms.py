@@ -113,6 +113,14 @@ class ForgetForm(forms.Form):
     )
     topic = forms.CharField(label="Topic", max_length=100, required=False, strip=True)
 
+    @classmethod
+    def is_asked(cls, data: Any) -> bool:
+        """Whether the request names a selection to preview or forget (not just a card)."""
+        what = data.get("what")
+        return what == cls.LAST_HOUR or (
+            what is not None and any(name in data for name in ("since", "until", "topic"))
+        )
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         what = data.get("what")

@@ -121,6 +121,37 @@ def action_words(action: str) -> str:
     return ACTION_WORDS.get(action, action.replace(".", ": ").replace("_", " "))
 
 
+# What a forget removes, in words: (one, many).
+RECEIPT_WORDS: dict[str, tuple[str, str]] = {
+    MemoryKind.FACT: ("fact", "facts"),
+    MemoryKind.PREFERENCE: ("preference", "preferences"),
+    MemoryKind.PROCEDURE: ("procedure", "procedures"),
+    MemoryKind.EPISODE: ("episode", "episodes"),
+    MemoryKind.SESSION_SUMMARY: ("conversation summary", "conversation summaries"),
+    MemoryKind.OPEN_ITEM: ("open item", "open items"),
+    MemoryKind.THEME: ("theme", "themes"),
+    "version": ("earlier version of an item", "earlier versions of items"),
+    "message": ("conversation message", "conversation messages"),
+    "working_memory": (
+        "agent's working notes of a conversation",
+        "agents' working notes of conversations",
+    ),
+    "session": ("ended conversation", "ended conversations"),
+    "journal": ("agent's note of what it told you", "agents' notes of what they told you"),
+    "answer_record": ("answer an agent gave you", "answers agents gave you"),
+    "learning_candidate": ("question kept for review", "questions kept for review"),
+    "graph_node": ("knowledge-graph entry", "knowledge-graph entries"),
+    "graph_edge": ("knowledge-graph link", "knowledge-graph links"),
+}
+
+
+@register.filter
+def receipt_line(kind: str, count: int) -> str:
+    """ "2 facts", "1 conversation message": a count of what a forget removes, in words."""
+    one, many = RECEIPT_WORDS.get(kind, (kind.replace("_", " "), kind.replace("_", " ")))
+    return f"{count} {one if count == 1 else many}"
+
+
 @register.filter
 def receipt_kind(kind: str) -> str:
     """A receipt line's kind, in words ("fact", "message", "working_memory" …)."""

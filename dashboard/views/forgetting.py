@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import datetime
 from typing import Any
+from uuid import uuid4
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,62 +20,118 @@ from dashboard.forms import DeleteAllForm, ForgetForm
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest
+from memoryhub.keyring import cipher_for
+from memoryhub.models import Mode
 from memoryhub.queries.export import export_user_data
+from memoryhub.queries.forget_preview import ForgetPreview, preview_forget
+from memoryhub.queries.memories import MemoryItem
 from memoryhub.services.curation import forget_all_modes, forget_mode
 from memoryhub.services.forget import DeletionReceipt, forget
 
 from .scoping import actor_of, mode_or_404
 
 RECEIPT_SESSION_KEY = "dashboard.last_receipt"
+# The forgotten items' text rides to the receipt page encrypted under the user's key and is
+# dropped from the session once shown: the receipt names them, and nothing keeps them after.
+RECEIPT_TABLE = "forget_receipt"
 
 
 def _keep_receipt(
-    request: AuthedRequest, receipt: DeletionReceipt, *, what: str, mode_name: str
+    request: AuthedRequest,
+    receipt: DeletionReceipt,
+    *,
+    what: str,
+    mode_name: str,
+    items: list[MemoryItem] | None = None,
 ) -> None:
     # The receipt page is a GET after the POST (reload-safe); the session carries it there.
+    receipt_id = str(uuid4())
+    named = [{"kind": item.kind, "content": item.content} for item in items or []]
+    sealed = cipher_for(request.user).encrypt_json(
+        named, table=RECEIPT_TABLE, row_id=receipt_id, field="items"
+    )
     request.session[RECEIPT_SESSION_KEY] = {
+        "id": receipt_id,
         "what": what,
         "mode": mode_name,
         "counts": dict(sorted(receipt.counts.items())),
         "total": receipt.total,
         "deleted_at": receipt.deleted_at.isoformat(),
+        "named_count": len(named),
+        "named": base64.b64encode(sealed).decode() if named else None,
     }
+
+
+def _take_named_items(request: AuthedRequest, data: dict[str, Any]) -> list[dict[str, str]]:
+    """The forgotten items' text, once: it leaves the session as it is shown."""
+    if not data.get("named"):
+        return []
+    named: list[dict[str, str]] = cipher_for(request.user).decrypt_json(
+        base64.b64decode(data["named"]), table=RECEIPT_TABLE, row_id=data["id"], field="items"
+    )
+    request.session[RECEIPT_SESSION_KEY] = {**data, "named": None}
+    return named
+
+
+def _preview_and_forget(
+    request: AuthedRequest, mode: Mode, form: ForgetForm
+) -> tuple[ForgetPreview | None, HttpResponse | None]:
+    """Preview the selection; on POST, forget it too and go to the receipt."""
+    selector, actor, embedder = (
+        form.selector(now=timezone.now()),
+        actor_of(request),
+        default_embedder(),
+    )
+    try:
+        preview = preview_forget(
+            user=request.user, mode=mode, selector=selector, actor=actor, embedder=embedder
+        )
+        if request.method != "POST":
+            return preview, None
+        receipt = forget(
+            user=request.user, mode=mode, selector=selector, actor=actor, embedder=embedder
+        )
+    except MemoryHubError as error:
+        form.add_error(None, str(error))
+        return None, None
+    named = [item for item in preview.items if item.id in set(receipt.memory_ids)]
+    _keep_receipt(request, receipt, what=form.describe(), mode_name=mode.name, items=named)
+    messages.success(request, f"Forgotten: {receipt.total} item(s) are gone for good.")
+    return preview, redirect("dashboard:receipt")
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
 def forget_page(request: AuthedRequest, mode_slug: str) -> HttpResponse:
-    """Confirm, then forget the last hour, a period or a topic in this mode."""
+    """Show what the last hour, a period or a topic holds in this mode; forget it when confirmed."""
     mode = mode_or_404(request.user, mode_slug)
-    form = ForgetForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            receipt = forget(
-                user=request.user,
-                mode=mode,
-                selector=form.selector(now=timezone.now()),
-                actor=actor_of(request),
-                embedder=default_embedder(),
-            )
-        except MemoryHubError as error:
-            form.add_error(None, str(error))
-        else:
-            _keep_receipt(request, receipt, what=form.describe(), mode_name=mode.name)
-            messages.success(request, f"Forgotten: {receipt.total} item(s) are gone for good.")
-            return redirect("dashboard:receipt")
-    status = 422 if request.method == "POST" else 200
-    context = {"mode": mode, "form": form, "what": request.GET.get("what", ForgetForm.LAST_HOUR)}
+    what = (request.POST or request.GET).get("what", ForgetForm.LAST_HOUR)
+    query = {"what": what, **request.GET.dict()}
+    if request.method == "POST":
+        form = ForgetForm(request.POST)
+    else:  # Opening the page previews the last hour; a chosen period or topic, once given.
+        form = ForgetForm(query if ForgetForm.is_asked(query) else None)
+    preview = None
+    if form.is_bound and form.is_valid():
+        preview, done = _preview_and_forget(request, mode, form)
+        if done is not None:
+            return done
+    status = 422 if form.is_bound and form.errors else 200
+    context = {"mode": mode, "form": form, "what": what, "preview": preview}
     return render(request, "dashboard/forget.html", context, status=status)
 
 
 @require_GET
 @login_required
 def receipt(request: AuthedRequest) -> HttpResponse:
-    """The deletion receipt of the last forget: how many items of each kind went, and when."""
+    """The deletion receipt of the last forget: the items by name, how many of each kind, when."""
     data: dict[str, Any] | None = request.session.get(RECEIPT_SESSION_KEY)
+    named = _take_named_items(request, data) if data is not None else []
     if data is not None:
         data = {**data, "deleted_at": datetime.fromisoformat(data["deleted_at"])}
-    return render(request, "dashboard/receipt.html", {"receipt": data})
+    response = render(request, "dashboard/receipt.html", {"receipt": data, "named": named})
+    response["Cache-Control"] = "no-store"  # It may name forgotten items: keep no copy.
+    return response
 
 
 @require_http_methods(["GET", "POST"])

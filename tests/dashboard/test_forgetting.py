@@ -54,7 +54,7 @@ def test_forgetting_the_last_hour_keeps_older_items_and_gives_a_receipt(
     assert not Message.objects.filter(session=session).exists()
     receipt = signed_in.get("/dashboard/receipt/").content.decode()
     assert "Deletion receipt" in receipt and "everything from the last hour" in receipt
-    assert "<td>fact</td><td>1</td>" in receipt and "<td>message</td><td>1</td>" in receipt
+    assert "<li>1 fact</li>" in receipt and "<li>1 conversation message</li>" in receipt
 
 
 def test_forgetting_a_period_takes_whole_days(signed_in, user, personal, remember):
@@ -134,7 +134,7 @@ def test_delete_all_of_one_mode_leaves_the_other_modes(
     assert contents(user, personal) == set()
     assert contents(user, work) == {"Work fact."}
     assert not Session.objects.filter(user=user, mode=personal).exists()
-    assert "session" in signed_in.get("/dashboard/receipt/").content.decode()
+    assert "1 ended conversation" in signed_in.get("/dashboard/receipt/").content.decode()
 
 
 def test_delete_everything_empties_every_mode_but_keeps_the_account(
