@@ -40,6 +40,7 @@ RECALL_TARGET = 0.85
 SUMMARY_MAX_SHARE = 0.4
 SUMMARY_MAX_SENTENCES = 5
 CURRENT_CONFIDENCES = frozenset({"medium", "high"})
+NOT_CURRENT = "not current"
 
 _ACTOR = Actor.system("bench-extraction")
 
@@ -60,7 +61,8 @@ class SummaryCheck:
 class ConversationScore:
     conversation: Conversation
     found: list[tuple[Expectation, bool]] = field(default_factory=list)
-    # Each forbidden item with the confidence it was stored at ("" when not stored).
+    # Each forbidden item with its strongest confidence if current, NOT_CURRENT if stored but
+    # not current (a candidate, superseded), "" when not stored at all.
     forbidden: list[tuple[Expectation, str]] = field(default_factory=list)
     summaries: list[SummaryCheck] = field(default_factory=list)
     stored: list[MemoryItem] = field(default_factory=list)
@@ -130,7 +132,7 @@ def run_conversation(
 def _strongest(hits: Sequence[MemoryItem]) -> str:
     if any(is_current(item) for item in hits):
         return max((item.confidence for item in hits if is_current(item)), key=_rank)
-    return "candidate" if hits else ""
+    return NOT_CURRENT if hits else ""
 
 
 def _rank(confidence: str) -> int:
@@ -179,7 +181,7 @@ def aggregate(scores: Sequence[ConversationScore]) -> dict[str, Any]:
 
 def _figures(scores: Sequence[ConversationScore]) -> dict[str, Any]:
     by_category: dict[str, dict[str, Any]] = {
-        c: {"must_store": 0, "found": 0, "forbidden": 0, "forbidden_stored": 0, "as_candidate": 0}
+        c: {"must_store": 0, "found": 0, "forbidden": 0, "forbidden_stored": 0, "forbidden_kept": 0}
         for c in CATEGORIES
     }
     for score in scores:
@@ -190,7 +192,7 @@ def _figures(scores: Sequence[ConversationScore]) -> dict[str, Any]:
             row = by_category[forbidden.category]
             row["forbidden"] += 1
             row["forbidden_stored"] += int(confidence in CURRENT_CONFIDENCES)
-            row["as_candidate"] += int(confidence == "candidate")
+            row["forbidden_kept"] += int(confidence == NOT_CURRENT)
     total = {key: sum(row[key] for row in by_category.values()) for key in by_category["profile"]}
     for row in by_category.values():
         row["recall"] = _ratio(row["found"], row["must_store"])
@@ -202,7 +204,8 @@ def _figures(scores: Sequence[ConversationScore]) -> dict[str, Any]:
         "recall": _ratio(total["found"], total["must_store"]),
         "forbidden": total["forbidden"],
         "forbidden_stored": total["forbidden_stored"],
-        "forbidden_as_candidate": total["as_candidate"],
+        # Stored but never shown: candidates waiting for evidence, superseded values.
+        "forbidden_kept": total["forbidden_kept"],
         "summaries": len(summaries),
         "summary_bound_violations": sum(1 for check in summaries if not check.is_within_bound),
         "summary_leaks": sum(1 for check in summaries if check.leaks),
@@ -278,12 +281,13 @@ def format_table(name: str, result: dict[str, Any]) -> str:
         )
     violations = "/".join(str(splits[s]["summary_bound_violations"]) for s in (*SPLITS, "all"))
     leaks = "/".join(str(splits[s]["summary_leaks"]) for s in (*SPLITS, "all"))
-    candidates = "/".join(str(splits[s]["forbidden_as_candidate"]) for s in (*SPLITS, "all"))
+    kept = "/".join(str(splits[s]["forbidden_kept"]) for s in (*SPLITS, "all"))
     lines += [
         f"summaries: {splits['all']['summaries']}; over the bound ({SUMMARY_MAX_SHARE:.0%} of the "
         f"user text, {SUMMARY_MAX_SENTENCES} sentences) dev/heldout/all: {violations}; "
         f"with excluded words: {leaks}",
-        f"forbidden items kept as candidates (never shown) dev/heldout/all: {candidates}",
+        f"forbidden items stored but not current (candidate or superseded, never shown) "
+        f"dev/heldout/all: {kept}",
         _targets_line(result),
     ]
     if result["errors"]:

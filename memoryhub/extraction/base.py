@@ -89,7 +89,11 @@ class ExtractedItem:
     event_date: date | None = None
     due_date: date | None = None
     topics: tuple[str, ...] = ()
+    # The user asked to remember it ("remember that …"): applied at once, high importance.
     is_explicit: bool = False
+    # A first-person statement about the user, said outright ("My name is …", "I prefer …",
+    # "Always …"): the user's own word, so it is trusted (medium) without being heard twice.
+    is_declared: bool = False
     is_correction: bool = False
 
 

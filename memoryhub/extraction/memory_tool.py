@@ -38,7 +38,10 @@ INPUT_SCHEMA: dict[str, object] = {
     "properties": {
         "summary": {
             "type": ["object", "null"],
-            "description": "2-3 sentences on the whole session so far; null for empty small talk.",
+            "description": (
+                "At most 5 sentences on the whole session so far, within the character limit "
+                "given with the transcript; null when nothing is worth recalling."
+            ),
             "properties": {
                 "text": {"type": "string"},
                 "topic": {"type": "string", "description": "A few words."},
@@ -76,6 +79,13 @@ INPUT_SCHEMA: dict[str, object] = {
                     "is_explicit": {
                         "type": "boolean",
                         "description": 'The user asked to remember it ("remember that …").',
+                    },
+                    "is_declared": {
+                        "type": "boolean",
+                        "description": (
+                            "The user said it outright about themself in the first person "
+                            '("My name is …", "I prefer …", "Always …"); false when inferred.'
+                        ),
                     },
                     "is_correction": {
                         "type": "boolean",
@@ -138,6 +148,7 @@ def _parse_item(data: object, refs: Mapping[str, str], where: str) -> ExtractedI
         due_date=_date(item, "due_date", where),
         topics=tuple(_typed(topic, str, f"{where}.topics") for topic in topics),
         is_explicit=_typed(item.get("is_explicit", False), bool, f"{where}.is_explicit"),
+        is_declared=_typed(item.get("is_declared", False), bool, f"{where}.is_declared"),
         is_correction=_typed(item.get("is_correction", False), bool, f"{where}.is_correction"),
     )
 

@@ -13,6 +13,15 @@ from typing import Literal
 
 from .base import EventType, Importance, ItemKind
 from .dates import CALENDAR_DATE
+from .vocabulary import (
+    EN_JOB_TITLES,
+    EN_PETS,
+    EN_RELATIONS,
+    FR_JOB_TITLES,
+    FR_PETS,
+    FR_RELATIONS,
+    alternatives,
+)
 
 Language = Literal["en", "fr"]
 DateUse = Literal["none", "optional", "required"]
@@ -35,6 +44,32 @@ _EN_ROLE_END = r"(?=\s*(?:[,.;!?]|$)|\s+(?:at|for|in|with|since|and|but|because|
 _FR_ROLE_END = r"(?=\s*(?:[,.;!?]|$)|\s+(?:chez|pour|à|au|aux|dans|depuis|et|mais|car|sur|avec)\b)"
 EN_ROLE = rf"{_EN_NOT_ROLE}(?P<value>\w[\w'’-]*(?:[ ]\w[\w'’-]*){{0,4}}?){_EN_ROLE_END}"
 FR_ROLE = rf"{_FR_NOT_ROLE}(?P<value>\w[\w'’-]*(?:[ ]\w[\w'’-]*){{0,4}}?){_FR_ROLE_END}"
+# After "I'm a" / "je suis" any word could follow, so the role must end in a known job title:
+# "I'm a chemistry teacher", "je suis cheffe de projet", not "I'm a big fan".
+# "I'm a former teacher" is no role; "I'm the only engineer who …" describes, not names one.
+_EN_PAST_ROLE = r"(?!(?i:former|ex|retired|aspiring|future|wannabe|would-be|only)\b)"
+_EN_TITLE = (
+    rf"(?i:(?:{_EN_PAST_ROLE}[\w-]+[ ]){{0,3}}?"
+    rf"(?:(?:head|chief|vp|director)[ ]of[ ][\w-]+|(?:{alternatives(EN_JOB_TITLES)})s?))"
+    r"(?=\s*(?:[,.;!?]|$)|\s+(?i:at|for|in|with|since|and|but|because|from|on|who)\b)"
+)
+_FR_ROLE_STOP = r"(?:chez|à|au|aux|pour|dans|depuis|et|mais|car|sur|avec|de|du|des|d['’]|en)"
+_FR_TITLE = (
+    rf"(?i:(?:{alternatives(FR_JOB_TITLES)})(?:[ ](?:de|d['’]|en)[ ]?[\w-]+"
+    rf"|[ ](?!{_FR_ROLE_STOP}\b)[\w-]+){{0,2}})"
+    rf"(?=\s*(?:[,.;!?]|$)|\s+(?i:{_FR_ROLE_STOP})|\s*d['’])"
+)
+EN_TITLE = rf"(?P<value>{_EN_TITLE})"
+FR_TITLE = rf"(?P<value>{_FR_TITLE})"
+_EN_I_AM_A = r"\bi(?:'m|’m| am) (?:an?|the) "
+_FR_JE_SUIS = rf"\bje suis (?:une?\s+|l[ea]\s+|l{APOS})?"
+# Relations ("my manager", "ma fille"): the name of one is a fact about the user.
+EN_RELATION = rf"(?P<relation>{alternatives(frozenset(EN_RELATIONS))})"
+FR_RELATION = rf"(?P<det>mon|ma) (?P<relation>{alternatives(frozenset(FR_RELATIONS))})"
+EN_PET = rf"(?P<pet>(?:[\w-]+ ){{0,2}}?(?:{alternatives(EN_PETS)}))"
+FR_PET = rf"(?P<det>un|une) (?P<pet>(?:{alternatives(FR_PETS)})(?: [\w-]+)?)"
+# A relation's name ends its clause or is followed by a verb: "my wife Sara and I", "my son Leo starts".
+_NAME_END = r"(?=\s*(?:[,.;!?]|$)|\s+[a-zà-ÿ])"
 
 TIMEZONE = (
     r"(?P<value>[A-Z][A-Za-z_]+/[A-Za-z_]+(?:/[A-Za-z_]+)?"
@@ -65,6 +100,17 @@ BIRTH_DATE = rf"(?P<value>{CALENDAR_DATE})"
 REST = r"(?P<value>[^.!?;…]+)"
 ALLERGEN = r"(?P<value>\w[\w'’ -]*?)(?=\s*(?:[,.;!?]|$))"
 
+# "I love it", "I like your idea", "j'aime bien ça": reactions to the conversation, not tastes.
+_EN_NOT_TASTE = (
+    r"(?!(?i:it|that|this|these|those|you|your|how|what|when|where|them|him|her|both|either"
+    r"|neither|the (?:[\w-]+ )?(?:one|ones|option|options|version|idea|suggestion|plan|draft"
+    r"|way|sound|look|name|first|second|third|last)|to (?:think|hear|say|admit|ask|bother"
+    r"|interrupt|disturb|break|tell|be))\b)"
+)
+_FR_NOT_TASTE = (
+    rf"(?!(?i:(?:bien|beaucoup|vraiment)\s+)?(?i:ça|ca|cela|ce|cette|ton|ta|tes|votre|vos|quand"
+    rf"|comment|l{APOS}idée|les deux|pas|plus|jamais|rien)\b)"
+)
 _CLAUSE_START = r"(?:^|[,:]\s+)"
 _NOT_PRONOUN_EN = r"(?!(?i:i|we|you|he|she|it|they|my|our|the|this|that|there|a|an)\b)"
 _NOT_PRONOUN_FR = (
@@ -88,7 +134,8 @@ FR_ALWAYS = (
     rf"(?P<value>(?i:toujours|jamais|ne jamais)\s+(?!(?i:de la vie)\b){_FR_INSTRUCTION}[^.!?;…]*)"
 )
 FR_IMPERATIVE_ALWAYS = (
-    rf"(?P<value>(?i:ne\s+|n{APOS})?{_NOT_PRONOUN_FR}\w+(?i:-(?:moi|nous|lui|leur|le|la|les))?"
+    rf"(?P<value>(?i:ne\s+|n{APOS})?(?i:m{APOS}|me\s+|nous\s+|lui\s+|leur\s+)?"
+    rf"{_NOT_PRONOUN_FR}\w+(?i:-(?:moi|nous|lui|leur|le|la|les))?"
     rf"\s+(?i:toujours|jamais)\b{_FR_NOT_AFTER_ADVERB}[^.!?;…]*)"
 )
 FR_INSTRUCTION = rf"(?P<value>{_NOT_PRONOUN_FR}\w+[^.!?;…]*)"
@@ -124,6 +171,10 @@ class Rule:
     is_rewritten: bool = False
     # Procedures are made of "never"/"jamais", so a negation before them is part of the rule.
     checks_negation: bool = True
+    # The value is someone's name: "Friday" or "French" after "I'm" is not one.
+    is_name: bool = False
+    # The slot of a relation's name by the relation said ("boss" -> "manager"); None: several.
+    relation_slots: dict[str, str | None] | None = None
 
 
 def _rule(
@@ -139,6 +190,8 @@ def _rule(
     date_use: DateUse = "none",
     is_rewritten: bool = False,
     checks_negation: bool = True,
+    is_name: bool = False,
+    relation_slots: dict[str, str | None] | None = None,
 ) -> Rule:
     # Only the trigger ignores case: a value's capital letters are part of what it must match.
     pattern = re.compile(rf"(?i:{trigger}){value}")
@@ -153,6 +206,8 @@ def _rule(
         date_use=date_use,
         is_rewritten=is_rewritten,
         checks_negation=checks_negation,
+        is_name=is_name or slot == "name" or relation_slots is not None,
+        relation_slots=relation_slots,
     )
 
 
@@ -171,6 +226,14 @@ RULES: tuple[Rule, ...] = (
     _rule("fact", "en", r"\bmy (?:native language|mother tongue|first language) is\s+", EN_LANGUAGES, "The user speaks {value}", slot="language"),
     _rule("fact", "en", r"\b(?:my birthday is|i was born on)\s+(?:on\s+)?(?:the\s+)?", BIRTH_DATE, "The user's birthday is {value}", slot="birthday"),
     _rule("fact", "en", r"\bi(?:'m|’m| am) allergic to\s+", ALLERGEN, "The user is allergic to {value}", importance="high"),
+    _rule("fact", "en", r"(?:^|[,:;]\s*)(?:(?:oh|and|also|sorry)[,!]?\s+)?i(?:'m|’m| am)\s+", NAME + r"(?=\s*(?:[,.!;]|$)|\s+(?i:by the way|btw|here|from)\b)", "The user's name is {value}", slot="name"),
+    _rule("fact", "en", _EN_I_AM_A, EN_TITLE, "The user works as {value}", slot="role"),
+    _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"\s+(?:at|for|with)\s+", ORG, "The user works at {value}", slot="employer"),
+    _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"(?:\s+(?:at|for|with)\s+(?:(?!\b(?:and|but|so|because|i|we|in)\b)[^,.;!?])+?)?\s+in\s+", PLACE, "The user works in {value}", slot="location"),
+    _rule("fact", "en", rf"\bmy {EN_RELATION}{APOS}s name is\s+", NAME, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
+    _rule("fact", "en", rf"\bmy {EN_RELATION}(?: is|{APOS}s) (?:called |named )?", NAME, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
+    _rule("fact", "en", rf"\bmy {EN_RELATION},? (?=[A-ZÀ-ÖØ-Þ])", NAME + _NAME_END, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
+    _rule("fact", "en", rf"\bi have an? {EN_PET} (?:called|named)\s+", NAME, "The user has a {pet} called {value}", is_name=True),
     # Facts about the user, French.
     _rule("fact", "fr", rf"\b(?:je m{APOS}appelle|mon (?:pré)?nom est|mon (?:pré)?nom c{APOS}est|appelle-moi|appelez-moi|on m{APOS}appelle)\s+", NAME, "L'utilisateur s'appelle {value}", slot="name"),
     _rule("fact", "fr", rf"\b(?:bonjour|salut|coucou)[,!]?\s+(?:je suis|moi c{APOS}est|c{APOS}est)\s+", NAME, "L'utilisateur s'appelle {value}", slot="name"),
@@ -185,12 +248,26 @@ RULES: tuple[Rule, ...] = (
     _rule("fact", "fr", rf"\bma langue maternelle est\s+(?:le\s+|l{APOS})?", FR_LANGUAGES, "L'utilisateur parle {value}", slot="language"),
     _rule("fact", "fr", rf"\b(?:mon anniversaire (?:est|c{APOS}est|tombe)|je suis née?)\s+(?:le\s+)?", BIRTH_DATE, "L'anniversaire de l'utilisateur est le {value}", slot="birthday"),
     _rule("fact", "fr", r"\bje suis allergique\s+(?P<prep>à|aux|au)\s+", ALLERGEN, "L'utilisateur est allergique {prep} {value}", importance="high"),
+    _rule("fact", "fr", _FR_JE_SUIS, FR_TITLE, "L'utilisateur travaille comme {value}", slot="role"),
+    _rule("fact", "fr", _FR_JE_SUIS + _FR_TITLE + r"\s+chez\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
+    _rule("fact", "fr", _FR_JE_SUIS + _FR_TITLE + r"(?:\s+chez\s+" + ORG.replace("(?P<value>", "(?:") + r")?\s+(?P<prep>à|au|aux)\s+", PLACE, "L'utilisateur travaille {prep} {value}", slot="location"),
+    _rule("fact", "fr", rf"\b{FR_RELATION} (?:s{APOS}appelle|se nomme|est)\s+", NAME, "{subject} de l'utilisateur s'appelle {value}", relation_slots=FR_RELATIONS),
+    _rule("fact", "fr", rf"\b{FR_RELATION},? c{APOS}est\s+", NAME, "{subject} de l'utilisateur s'appelle {value}", relation_slots=FR_RELATIONS),
+    _rule("fact", "fr", rf"\bj{APOS}ai {FR_PET} (?:qui s{APOS}appelle|appelée?|nommée?)\s+", NAME, "L'utilisateur a {det} {pet} qui s'appelle {value}", is_name=True),
     # Preferences.
     _rule("preference", "en", r"\bi (?:really |much |strongly |generally |usually |always )?prefer\s+", REST, "The user prefers {value}", is_rewritten=True),
     _rule("preference", "en", r"\bi(?:'d|’d| would) (?:really |much )?prefer\s+", REST, "The user prefers {value}", is_rewritten=True),
     _rule("preference", "en", r"\bi(?:'d|’d| would) rather\s+", REST, "The user would rather {value}", is_rewritten=True),
     _rule("preference", "en", r"\bmy favou?rite\s+(?P<thing>[\w' -]{2,30}?)\s+(?:is|are)\s+", REST, "The user's favourite {thing} is {value}", is_rewritten=True),
+    _rule("preference", "en", rf"\bi (?:really |genuinely |absolutely |just |do |also |honestly )?(?P<verb>like|love|enjoy|adore|hate|dislike|detest|loathe)\s+{_EN_NOT_TASTE}", REST, "The user {verb}s {value}", is_rewritten=True),
+    _rule("preference", "en", rf"\bi (?:don{APOS}t|do not) (?:really )?(?P<verb>like|enjoy)\s+{_EN_NOT_TASTE}", REST, "The user doesn't {verb} {value}", is_rewritten=True),
+    _rule("preference", "en", rf"\bi can(?:{APOS}t|not| not) stand\s+{_EN_NOT_TASTE}", REST, "The user can't stand {value}", is_rewritten=True),
+    _rule("preference", "en", r"\bi(?:'m|’m| am) (?:a )?(?:big |huge )?fan of\s+", REST, "The user is a fan of {value}", is_rewritten=True),
     _rule("preference", "fr", r"\bje (?:préfère|préférerais|préfèrerais)\s+", REST, "L'utilisateur préfère {value}", is_rewritten=True),
+    _rule("preference", "fr", rf"\bj{APOS}(?P<verb>aime|adore)\s+{_FR_NOT_TASTE}", REST, "L'utilisateur {verb} {value}", is_rewritten=True),
+    _rule("preference", "fr", r"\bje (?:déteste|hais)\s+", REST, "L'utilisateur déteste {value}", is_rewritten=True),
+    _rule("preference", "fr", rf"\bje n{APOS}aime pas\s+{_FR_NOT_TASTE}", REST, "L'utilisateur n'aime pas {value}", is_rewritten=True),
+    _rule("preference", "fr", r"\bje ne supporte pas\s+", REST, "L'utilisateur ne supporte pas {value}", is_rewritten=True),
     _rule("preference", "fr", rf"\b(?:mon|ma|mes)\s+(?P<thing>[\w' -]{{2,30}}?\s+préférée?s?)\s+(?:est|sont|c{APOS}est)\s+", REST, "{thing} de l'utilisateur : {value}", is_rewritten=True),
     # Procedures: instructions to the assistant, kept in the user's words.
     _rule("procedure", "en", rf"{_CLAUSE_START}(?:please\s+|and\s+|so\s+|also\s+)?(?:you (?:should|must)\s+)?", EN_ALWAYS, "{value}", checks_negation=False),
@@ -229,6 +306,13 @@ _EN_PRONOUNS = {
 _FR_PRONOUNS = {"mon": "son", "ma": "sa", "mes": "ses", "me": "se", "m'": "s'", "moi": "lui"}
 _EN_PRONOUN = re.compile(r"\b(?:i['’](?:m|ve|ll|d)|myself|mine|my|me|i)\b", re.IGNORECASE)
 _FR_PRONOUN = re.compile(r"\b(?:m['’]|mon\b|ma\b|mes\b|me\b|moi\b)", re.IGNORECASE)
+
+
+def french_relation_subject(determiner: str, relation: str) -> str:
+    """ "ma fille" -> "La fille", "mon épouse" -> "L'épouse": the relation as a sentence subject."""
+    if relation[:1].casefold() in "aâàeéèêiîoôuhy":
+        return f"L'{relation}"
+    return f"{'La' if determiner.casefold() == 'ma' else 'Le'} {relation}"
 
 
 def to_third_person(text: str, language: Language) -> str:

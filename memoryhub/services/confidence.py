@@ -41,7 +41,8 @@ def climb_ladder(
 ) -> str:
     """Return the confidence a memory earns from its evidence; it never goes down.
 
-    Heard once: candidate. Heard again in another session, or stated explicitly: medium.
+    Heard once and inferred: candidate. Stated explicitly (a first-person declaration about
+    the user, "remember that …", a correction) or heard again in another session: medium.
     Confirmed by the user, or heard three or more times: high.
     """
     earned = Confidence.CANDIDATE

@@ -150,6 +150,18 @@ def is_explicit_statement(item: ExtractedItem) -> bool:
     return item.is_explicit or (item.is_correction and item.slot is not None)
 
 
+def is_vouched_for(item: ExtractedItem) -> bool:
+    """Say whether the user's own word makes the item trusted (medium) on first hearing.
+
+    A first-person declaration ("My name is …", "I prefer …", "Always …"), a "remember that …"
+    or a correction counts; an inferred item waits to be heard again. Text that reads like
+    instructions to a model never vouches for itself, whatever an extractor made of it.
+    """
+    if looks_like_instructions(item.quote):
+        return False
+    return item.is_declared or is_explicit_statement(item)
+
+
 def _apply_item(batch: _Batch, item: ExtractedItem, vector: list[float]) -> None:
     session = batch.session
     slot_hash = batch.cipher.slot_hash(item.slot) if item.slot else ""
@@ -257,7 +269,7 @@ def _create(
 ) -> None:
     session = batch.session
     confidence = (
-        climb_ladder(current=None, evidence_count=1, is_explicit=is_explicit_statement(item))
+        climb_ladder(current=None, evidence_count=1, is_explicit=is_vouched_for(item))
         if item.kind in LADDER_KINDS
         else Confidence.MEDIUM
     )
@@ -314,7 +326,7 @@ def _reinforce(batch: _Batch, row: Memory, item: ExtractedItem, conflicting: lis
         row.confidence = climb_ladder(
             current=row.confidence,
             evidence_count=row.evidence_count,
-            is_explicit=is_explicit_statement(item),
+            is_explicit=is_vouched_for(item),
             is_heard_in_another_session=row.session_id != batch.session.pk,
         )
     row.status = status_for(row.confidence)
