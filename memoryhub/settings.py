@@ -160,12 +160,18 @@ TEMPLATES = [
 # Connections beyond the minimum close after DATABASE_POOL_MAX_IDLE_SECONDS unused (the pool
 # closes one per such period). DATABASE_POOL_MAX_SIZE=0 turns pooling off.
 DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 10)
+_pool_timeout = float(env_int("DATABASE_POOL_TIMEOUT_SECONDS", 5))
 DATABASE_POOL_OPTIONS: dict[str, float] = (
     {
         "min_size": min(env_int("DATABASE_POOL_MIN_SIZE", 1), DATABASE_POOL_MAX_SIZE),
         "max_size": DATABASE_POOL_MAX_SIZE,
-        "timeout": float(env_int("DATABASE_POOL_TIMEOUT_SECONDS", 5)),
+        "timeout": _pool_timeout,
         "max_idle": float(env_int("DATABASE_POOL_MAX_IDLE_SECONDS", 30)),
+        # The pool retries a failed connection in the background after 1, 2, 4, 8 … seconds,
+        # for 5 minutes by default: after a minute's outage its next try could come a minute
+        # after the database is back, and every request meanwhile answers 503. A try that
+        # fails for as long as a request waits is dropped; the next request starts a new one.
+        "reconnect_timeout": _pool_timeout,
     }
     if DATABASE_POOL_MAX_SIZE > 0
     else {}
