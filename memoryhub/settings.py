@@ -310,7 +310,21 @@ elif (CELERY_BROKER_URL or "").startswith(("redis://", "rediss://")):
         # Sweep for abandoned messages every few seconds, not kombu's default 100.
         "unacked_restore_interval": min(10, _visibility_timeout),
         "unacked_restore_throttle": 1,
+        # A broker that accepts the connection but never answers would hold a publish (and
+        # the request ending a session) forever: redis-py waits without limit by default.
+        "socket_connect_timeout": 1,
+        "socket_timeout": 2,
     }
+# Publishing gives up quickly when the broker is down: a request ending a session answers
+# within a couple of seconds, and the session stays queued for the stranded-extraction sweep. One retry
+# reconnects a pooled connection the broker dropped (a restart, say).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
@@ -323,6 +337,10 @@ CELERY_BEAT_SCHEDULE = {
     "requeue-failed-extractions": {
         "task": "memoryhub.requeue_failed_extractions",
         "schedule": 900.0,
+    },
+    "requeue-stranded-extractions": {
+        "task": "memoryhub.requeue_stranded_extractions",
+        "schedule": 60.0,
     },
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
     # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
@@ -350,11 +368,20 @@ MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES = env_int(
     "MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES", 60
 )
 MEMORYHUB_EXTRACTION_MAX_REQUEUES = env_int("MEMORYHUB_EXTRACTION_MAX_REQUEUES", 3)
+# A session still queued this long after it ended, with no extraction running, lost its task
+# (the broker was down when it ended, or dropped the message): a sweep publishes it again.
+MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = env_int(
+    "MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES", 5
+)
 
 # Limits of the agent API.
 MEMORYHUB_MAX_CONTENT_BYTES = env_int("MEMORYHUB_MAX_CONTENT_BYTES", 32 * 1024)
 MEMORYHUB_MAX_WORKING_MEMORY_BYTES = env_int("MEMORYHUB_MAX_WORKING_MEMORY_BYTES", 64 * 1024)
 MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600)
+# Requests with an unknown or revoked key, per client IP and minute, before they get 429.
+MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = env_int("MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE", 30)
+# The largest request body, in bytes: 413 above it (API, MCP and pages; memoryhub/body_limit.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 2_621_440)
 MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
 MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
 

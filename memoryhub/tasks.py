@@ -69,6 +69,19 @@ def requeue_failed_extractions() -> int:
 
 
 @shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
+    name="memoryhub.requeue_stranded_extractions",
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    max_retries=3,
+    soft_time_limit=50,
+    time_limit=60,
+)
+def requeue_stranded_extractions() -> int:
+    """Publish again the extractions whose task was lost (the broker down when they ended)."""
+    return sessions.requeue_stranded_extractions()
+
+
+@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
     name="memoryhub.end_idle_sessions",
     acks_late=True,
     autoretry_for=(OperationalError, InterfaceError),

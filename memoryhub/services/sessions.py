@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -14,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnavailableError
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
@@ -28,6 +30,8 @@ from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import StoreReport, is_explicit_statement, store_items
 from memoryhub.services.ingest import MESSAGE_TABLE
 from memoryhub.services.memories import check_content, check_writable
+
+logger = logging.getLogger(__name__)
 
 # Must match every reader of working memory (forget): the ciphertext binding.
 SESSION_TABLE = "session"
@@ -270,11 +274,50 @@ def requeue_failed_extractions(*, now: datetime | None = None) -> int:
     return count
 
 
-def _enqueue_extraction(session_id: UUID) -> None:
+def requeue_stranded_extractions(*, now: datetime | None = None) -> int:
+    """Publish again each extraction left queued with no task on the way; return how many.
+
+    The session row marked queued is the outbox: its task is published only after the commit,
+    and a broker that is down then (or that loses the message) leaves the session queued with
+    nothing coming. After MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES the sweep publishes it
+    again. One still waiting in a long queue is published twice: harmless, since extraction
+    runs once per session whatever the deliveries (its idempotency key and run lock).
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(minutes=settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES)
+    stranded = (
+        Session.objects.filter(
+            extraction_status=Session.ExtractionStatus.QUEUED, ended_at__lte=cutoff
+        )
+        .exclude(extraction_runs__status=ExtractionRun.Status.RUNNING)
+        .order_by("ended_at")
+        .values_list("pk", flat=True)
+    )
+    count = 0
+    for session_id in stranded.iterator():
+        if not _enqueue_extraction(session_id):
+            break  # The broker is gone again: the next sweep carries on.
+        count += 1
+    return count
+
+
+def _enqueue_extraction(session_id: UUID) -> bool:
+    """Publish the session's extraction task; False (logged) when the broker is unavailable.
+
+    Never raises for the broker: the caller has committed already (ending a session answers
+    200 either way), and the session stays queued for `requeue_stranded_extractions`.
+    """
     # Imported here: the tasks module imports this one (tasks are thin adapters over services).
     from memoryhub.tasks import extract_session
 
-    extract_session.delay(str(session_id))
+    try:
+        extract_session.delay(str(session_id))
+    except BrokerUnavailableError as error:
+        logger.warning(
+            "extraction of session %s stays queued: broker unavailable (%s)", session_id, error
+        )
+        return False
+    return True
 
 
 def end_idle_sessions(*, now: datetime | None = None) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 from datetime import timedelta
 
 import numpy as np
 import pytest
 import time_machine
+from celery import Celery
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -31,6 +33,7 @@ from memoryhub.services.sessions import (
     get_working_memory,
     put_working_memory,
     requeue_failed_extractions,
+    requeue_stranded_extractions,
     start_session,
 )
 from tests import factories
@@ -333,3 +336,131 @@ def test_only_failed_extractions_are_queued_again(session, embedder):
     ExtractionRun.objects.filter(pk=run.pk).update(status="failed")
     Session.objects.filter(pk=session.pk).update(extraction_status="skipped")
     assert requeue_failed_extractions() == 0
+
+
+@pytest.fixture
+def broker_down():
+    """The project's Celery settings, current while the test runs, on a broker nobody runs.
+
+    Shared tasks resolve the current app when called, so the services publish there and meet
+    a refused connection, as when the broker is stopped.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    down = Celery("broker-down", set_as_current=True)
+    down.config_from_object("django.conf:settings", namespace="CELERY")
+    down.conf.broker_url = f"redis://127.0.0.1:{port}/0"
+    down.conf.broker_transport_options = {}
+    yield down
+    down.close()
+    app.set_current()
+
+
+def _ended_with_its_task_lost(session, embedder, content="I prefer window seats."):
+    """End a session whose queued task never reaches a worker (not run on commit)."""
+    _say(session, content, embedder)
+    ended = end_session(session=session, actor=AGENT)
+    assert ended.extraction_status == "queued"
+    return ended
+
+
+def test_ending_a_session_with_the_broker_down_leaves_it_queued(
+    session, embedder, broker_down, django_capture_on_commit_callbacks, caplog
+):
+    _say(session, "I prefer window seats.", embedder)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        ended = end_session(session=session, actor=AGENT)  # Publishing fails: nothing raises.
+    assert len(callbacks) == 1
+    session.refresh_from_db()
+    assert (ended.extraction_status, session.extraction_status) == ("queued", "queued")
+    assert session.ended_at is not None
+    assert "stays queued: broker unavailable" in caplog.text
+
+
+def test_a_stranded_extraction_is_published_again_after_a_while_and_then_succeeds(
+    user, personal, embedder, settings
+):
+    settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = 5
+    ended_at = timezone.now()
+    with time_machine.travel(ended_at, tick=False):
+        session = start_session(user=user, mode=personal, actor=AGENT)
+        _ended_with_its_task_lost(session, embedder)
+    with time_machine.travel(ended_at + timedelta(minutes=4), tick=False):
+        assert requeue_stranded_extractions() == 0  # Its task may still be on the way.
+    with time_machine.travel(ended_at + timedelta(minutes=6), tick=False):
+        published = []
+        _run_eagerly(lambda: published.append(requeue_stranded_extractions()))
+        assert published == [1]
+        assert requeue_stranded_extractions() == 0  # Extracted now: nothing left to publish.
+    session.refresh_from_db()
+    assert session.extraction_status == "done"
+    runs = ExtractionRun.objects.filter(session=session)
+    assert [run.status for run in runs] == ["done"]
+    contents = {item.content for item in list_memories(user=user, mode=personal, actor=AGENT)}
+    assert "The user prefers window seats." in contents
+
+
+def test_the_stranded_sweep_publishes_only_queued_sessions_with_no_running_extraction(
+    user, personal, embedder, settings, django_capture_on_commit_callbacks
+):
+    settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = 5
+    ended_at = timezone.now() - timedelta(hours=1)
+    with time_machine.travel(ended_at, tick=False):
+        stranded = _ended_with_its_task_lost(
+            start_session(user=user, mode=personal, actor=AGENT), embedder
+        )
+        running = _ended_with_its_task_lost(
+            start_session(user=user, mode=personal, actor=AGENT), embedder
+        )
+        ExtractionRun.objects.create(
+            session=running, idempotency_key=extraction_key(running.pk), extractor="offline"
+        )
+        others = [
+            _ended_with_its_task_lost(
+                start_session(user=user, mode=personal, actor=AGENT), embedder
+            )
+            for _ in ("done", "failed", "skipped", "running")
+        ]
+        for other, status in zip(others, ("done", "failed", "skipped", "running"), strict=True):
+            Session.objects.filter(pk=other.pk).update(extraction_status=status)
+        still_open = start_session(user=user, mode=personal, actor=AGENT)
+        _say(still_open, "I prefer aisle seats.", embedder)
+    with django_capture_on_commit_callbacks() as callbacks:
+        published = []
+        _run_eagerly(lambda: published.append(requeue_stranded_extractions()))
+    assert published == [1]
+    assert callbacks == []  # Published at once: the sweep changes no row, commits nothing.
+    statuses = dict(Session.objects.values_list("pk", "extraction_status"))
+    assert statuses[stranded.pk] == "done"
+    assert statuses[running.pk] == "queued"
+    assert [statuses[other.pk] for other in others] == ["done", "failed", "skipped", "running"]
+    assert statuses[still_open.pk] == "not_started"
+
+
+def test_the_stranded_sweep_leaves_sessions_queued_while_the_broker_is_down(
+    user, personal, embedder, settings, broker_down
+):
+    settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = 5
+    with time_machine.travel(timezone.now() - timedelta(hours=1), tick=False):
+        sessions = [
+            _ended_with_its_task_lost(
+                start_session(user=user, mode=personal, actor=AGENT), embedder
+            )
+            for _ in range(2)
+        ]
+    assert requeue_stranded_extractions() == 0
+    statuses = set(
+        Session.objects.filter(pk__in=[s.pk for s in sessions]).values_list(
+            "extraction_status", flat=True
+        )
+    )
+    assert statuses == {"queued"}
+    assert ExtractionRun.objects.count() == 0
+
+
+def test_the_stranded_sweep_is_scheduled_every_minute_as_a_registered_task(settings):
+    app.loader.import_default_modules()
+    entry = settings.CELERY_BEAT_SCHEDULE["requeue-stranded-extractions"]
+    assert (entry["task"], entry["schedule"]) == ("memoryhub.requeue_stranded_extractions", 60.0)
+    assert entry["task"] in app.tasks
