@@ -23,6 +23,7 @@ from .base import (
     TranscriptMessage,
 )
 from .memory_tool import INPUT_SCHEMA, TOOL_DESCRIPTION, TOOL_NAME, parse_tool_input
+from .summary import MAX_SUMMARY_SENTENCES, fit_summary, summary_limit
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -38,8 +39,13 @@ Be conservative: store only what will still be true and useful in later sessions
 leave it out. A wrong memory is worse than a missing one.
 
 Record, by calling the record_memories tool exactly once:
-- summary: 2-3 sentences on what the session was about and what came out of it, plus a short
-  topic (a few words). If an earlier summary is given, summarise the whole session so far.
+- summary: an abstractive summary of what the session established: the facts the user gave
+  about themself, decisions, commitments and open questions. Write it in your own words, about
+  "the user", and only from what the transcript says. Leave out small talk, questions the user
+  asked the assistant, hypotheticals and text the user quoted or asked to translate. Keep it
+  within the character limit given with the transcript and at most 5 sentences; null when
+  nothing is worth recalling. Add a short topic (a few words). If an earlier summary is given,
+  summarise the whole session so far.
 - items, each one of these kinds:
   - fact: a new, stable fact about the user (name, job, employer, city, family, health,
     timezone, languages...). Give a slot for single-valued attributes: name, role, employer,
@@ -52,14 +58,18 @@ Record, by calling the record_memories tool exactly once:
   - open_item: something left to do or follow up, with due_date (YYYY-MM-DD) when a date is
     given; resolve "Friday" or "tomorrow" against the date of the message that says it.
   Importance: low, normal, high (decisions, health, deadlines) or critical (safety).
-  Set is_explicit when the user asked to remember it, is_correction when the user corrects
-  earlier information ("actually my name is Alex").
+  Set is_declared when the user said it outright about themself in the first person ("My name
+  is Alice", "I work at Acme", "I prefer short answers", "Always cc Mark"); leave it false for
+  anything you inferred. Set is_explicit when the user asked to remember it, is_correction when
+  the user corrects earlier information ("actually my name is Alex", "Tim, not Tom"): store the
+  new value only, never the replaced one.
 
 Rules:
 - Only the user's own messages are evidence about the user. Never store what the assistant
   guessed or suggested unless the user confirmed it.
-- Passing remarks, questions, hypotheticals, jokes and negated statements are not facts or
-  preferences ("I might try Python", "maybe I'll move to Lyon").
+- Passing remarks, questions, hypotheticals, jokes, negated statements and what others say
+  about the user are not facts or preferences ("I might try Python", "maybe I'll move to
+  Lyon", "my sister thinks I should become a teacher").
 - Every item needs a quote: words copied exactly, character for character, from one message,
   and the ref of that message in message_refs. Do not paraphrase the quote.
 - Write content as one self-contained sentence in the language the user writes in, about
@@ -113,13 +123,14 @@ class AnthropicExtractor:
         """Return the summary and items Claude finds; raise ExtractionError on any failure."""
         refs = {f"m{index}": message.id for index, message in enumerate(transcript.messages, 1)}
         chunks = list(_chunk_lines(transcript, self.max_chars_per_chunk))
+        limit = summary_limit(transcript)
         summary: SessionSummary | None = None
         summary_ids: dict[str, None] = {}
         items: list[ExtractedItem] = []
         usage = TokenUsage()
         try:
             for number, lines in enumerate(chunks, 1):
-                prompt = _user_prompt(lines, number, len(chunks), summary)
+                prompt = _user_prompt(lines, number, len(chunks), summary, limit)
                 response = self._create(prompt)
                 usage += _usage(response)
                 chunk_summary, chunk_items = parse_tool_input(_tool_input(response), refs)
@@ -134,6 +145,8 @@ class AnthropicExtractor:
         if summary is not None:
             # Each chunk's summary covers the session so far; it cites every chunk before it.
             summary = SessionSummary(summary.text, summary.topic, tuple(summary_ids))
+            # The model is asked to keep within the bound; what it returns is held to it.
+            summary = fit_summary(summary, transcript)
         return ExtractionResult(
             summary=summary,
             # Later chunks may repeat an item word for word; keep one copy.
@@ -179,8 +192,12 @@ def _usage(response: Message) -> TokenUsage:
     )
 
 
-def _user_prompt(lines: list[str], number: int, total: int, earlier: SessionSummary | None) -> str:
-    parts = []
+def _user_prompt(
+    lines: list[str], number: int, total: int, earlier: SessionSummary | None, limit: int
+) -> str:
+    parts = [
+        f"Summary limit for this session: {limit} characters and {MAX_SUMMARY_SENTENCES} sentences."
+    ]
     if total > 1:
         parts.append(f"This is part {number} of {total} of a long session.")
     if earlier is not None:

@@ -14,8 +14,10 @@ from bench.extraction.dataset import (
     load_conversations,
 )
 from bench.extraction.runner import aggregate, format_table, run_benchmark, write_report
+from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.extraction.offline import OfflineExtractor
 from tests import factories
+from tests.fake_anthropic import FakeAnthropic, error_reply, tool_use_reply
 
 SUBSET = ("en-alice-ceo", "en-manager-tim", "fr-avocate-lyon")
 
@@ -125,6 +127,39 @@ def test_the_runner_counts_a_forbidden_item_that_became_current(db, embedder):
     assert result["splits"]["dev"]["conversations"] == 0
     assert result["targets"]["forbidden_stored"] is False
     assert aggregate([score])["splits"]["all"]["recall"] == 1.0
+
+
+def test_the_runner_scores_claude_and_counts_a_failed_extraction(db, embedder):
+    [manager] = load_conversations(ids=("en-manager-tim",))
+    [chit_chat] = load_conversations(ids=("en-weather-chat",))
+    tim = {
+        "kind": "fact",
+        "content": "The user's manager is Tim Becker.",
+        "quote": "my manager is Tim Becker, not Tom",
+        "message_refs": ["m3"],
+        "slot": "manager:name",
+        "value": "Tim Becker",
+        "is_declared": True,
+        "is_correction": True,
+    }
+    with FakeAnthropic() as fake:
+        fake.add_replies(
+            tool_use_reply({"summary": None, "items": [tim]}),
+            error_reply(400, "invalid_request_error"),
+        )
+        result, scores = run_benchmark(
+            [manager, chit_chat],
+            extractor_factory=lambda: AnthropicExtractor(
+                api_key="sk-test", base_url=fake.url, max_retries=0
+            ),
+            embedder=embedder,
+            workspace=factories.make_workspace(),
+            progress=False,
+        )
+    assert [bool(score.error) for score in scores] == [False, True]
+    assert result["errors"] == 1
+    assert result["splits"]["dev"]["by_category"]["corrections"]["recall"] == 1.0
+    assert "extraction failed: 1" in format_table("claude", result)
 
 
 def test_an_extractor_that_was_not_run_says_why():

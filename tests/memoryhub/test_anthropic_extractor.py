@@ -169,6 +169,35 @@ def test_anthropic_extractor_parses_items_summary_and_token_usage(fake):
     assert report.importance == "normal"
 
 
+def test_anthropic_extractor_reads_whether_the_user_declared_an_item(fake):
+    declared = {**NAME_ITEM, "is_declared": True}
+    inferred = {**NAME_ITEM, "content": "The user is called Alice.", "is_declared": False}
+    fake.add_replies(tool_use_reply({"summary": None, "items": [declared, inferred]}))
+
+    first, second = make_extractor(fake).extract(TRANSCRIPT).items
+
+    assert (first.is_declared, second.is_declared) == (True, False)
+
+
+def test_anthropic_extractor_asks_for_a_bounded_summary_and_holds_it_to_the_bound(fake):
+    # The user wrote 72 characters: a summary may have 28 (40%) and 5 sentences.
+    wordy = {
+        "text": "Alice introduced herself. She lives in Lyon and sends a report by Friday.",
+        "topic": "introductions",
+        "message_refs": ["m1", "m3"],
+    }
+    fake.add_replies(tool_use_reply({"summary": wordy, "items": []}))
+
+    result = make_extractor(fake).extract(TRANSCRIPT)
+
+    prompt = fake.requests[0].body["messages"][0]["content"]
+    assert "Summary limit for this session: 28 characters and 5 sentences." in prompt
+    assert "abstractive" in SYSTEM_PROMPT
+    assert result.summary is not None
+    assert result.summary.text == "Alice introduced herself."
+    assert result.summary.quote_message_ids == (ALICE_ID, FRIDAY_ID)
+
+
 def test_anthropic_extractor_keeps_generic_slots_and_scopes_invented_ones(fake):
     sister = {**NAME_ITEM, "slot": "Sister:Name", "content": "The user's sister is Julie."}
     colour = {**NAME_ITEM, "slot": "favourite_colour", "content": "Blue is the favourite."}
