@@ -67,6 +67,8 @@ class _Batch:
     cipher: UserCipher
     transcript: Transcript
     extractor_name: str
+    # Some user message of the session tried to override the assistant's instructions.
+    is_jailbreak_attempt: bool = False
     created: list[UUID] = field(default_factory=list)
     reinforced: list[UUID] = field(default_factory=list)
     superseded: list[UUID] = field(default_factory=list)
@@ -87,8 +89,9 @@ def store_items(
     The caller must have grounded the items (`split_grounded`); items with unusable content are
     skipped and counted as rejected. Runs in one transaction. Raises MemoryPausedError.
     """
-    # The one door every extracted write goes through: a paused user gets nothing new.
-    check_writable(session.user, actor)
+    # The one door every extracted write goes through: a paused user, or a mode with memory
+    # off, gets nothing new.
+    check_writable(session.user, actor, session.mode)
     items, unusable = _usable_items(items, transcript)
     if not items:
         return StoreReport(rejected=unusable)
@@ -97,6 +100,9 @@ def store_items(
         cipher=cipher_for(session.user_id),
         transcript=transcript,
         extractor_name=extractor_name,
+        is_jailbreak_attempt=any(
+            looks_like_instructions(m.content) for m in transcript.messages if m.role == "user"
+        ),
     )
     vectors = embedder.embed([item.content for item in items])
     with transaction.atomic():
@@ -150,14 +156,18 @@ def is_explicit_statement(item: ExtractedItem) -> bool:
     return item.is_explicit or (item.is_correction and item.slot is not None)
 
 
-def is_vouched_for(item: ExtractedItem) -> bool:
+def is_vouched_for(item: ExtractedItem, *, is_jailbreak_attempt: bool = False) -> bool:
     """Say whether the user's own word makes the item trusted (medium) on first hearing.
 
     A first-person declaration ("My name is …", "I prefer …", "Always …"), a "remember that …"
     or a correction counts; an inferred item waits to be heard again. Text that reads like
-    instructions to a model never vouches for itself, whatever an extractor made of it.
+    instructions to a model never vouches for itself, whatever an extractor made of it, and a
+    session that tried to override the assistant's instructions ("from now on you are DAN")
+    writes no standing instruction on its word alone: that is how a jailbreak would persist.
     """
     if looks_like_instructions(item.quote):
+        return False
+    if is_jailbreak_attempt and item.kind == "procedure":
         return False
     return item.is_declared or is_explicit_statement(item)
 
@@ -269,7 +279,11 @@ def _create(
 ) -> None:
     session = batch.session
     confidence = (
-        climb_ladder(current=None, evidence_count=1, is_explicit=is_vouched_for(item))
+        climb_ladder(
+            current=None,
+            evidence_count=1,
+            is_explicit=is_vouched_for(item, is_jailbreak_attempt=batch.is_jailbreak_attempt),
+        )
         if item.kind in LADDER_KINDS
         else Confidence.MEDIUM
     )
@@ -326,7 +340,7 @@ def _reinforce(batch: _Batch, row: Memory, item: ExtractedItem, conflicting: lis
         row.confidence = climb_ladder(
             current=row.confidence,
             evidence_count=row.evidence_count,
-            is_explicit=is_vouched_for(item),
+            is_explicit=is_vouched_for(item, is_jailbreak_attempt=batch.is_jailbreak_attempt),
             is_heard_in_another_session=row.session_id != batch.session.pk,
         )
     row.status = status_for(row.confidence)
