@@ -197,6 +197,10 @@ class PauseForm(forms.Form):
     is_paused = forms.BooleanField(required=False)
 
 
+class MemoryOffForm(forms.Form):
+    is_off = forms.BooleanField(required=False)
+
+
 class RetentionForm(forms.Form):
     retention_days = forms.TypedChoiceField(
         label="Delete memories older than",

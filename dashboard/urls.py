@@ -31,6 +31,7 @@ urlpatterns = [
     path("export/", forgetting.export, name="export"),
     path("settings/", account.settings_page, name="settings"),
     path("settings/pause/", account.pause, name="pause"),
+    path("modes/<slug:mode_slug>/memory/", account.mode_memory, name="mode_memory"),
     path("settings/retention/", account.retention, name="retention"),
     path("agents/", account.agents, name="agents"),
     path("agents/<uuid:agent_id>/block/", account.agent_block, name="agent_block"),

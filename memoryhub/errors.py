@@ -49,6 +49,12 @@ class MemoryPausedError(MemoryHubError):
     status = 409
 
 
+class MemoryOffError(MemoryPausedError):
+    """The user turned memory off in this mode: nothing is used or saved there."""
+
+    code = "memory_off"
+
+
 class ConflictError(MemoryHubError):
     code = "conflict"
     status = 409

@@ -248,7 +248,7 @@ def report_answer(
     agent's own signals cannot see those). Raises InvalidInputError, NotFoundError (session),
     ConflictError (incognito session) and MemoryPausedError.
     """
-    check_writable(user, actor)
+    check_writable(user, actor, mode)
     question = check_content(question, field="question")
     answer = check_content(answer, field="answer")
     checked = check_signals(signals)
@@ -339,7 +339,7 @@ def record_feedback(
 
     A pending candidate becomes "negative feedback"; an already decided one stays decided.
     """
-    check_writable(user, actor)
+    check_writable(user, actor, mode)
     if value not in Feedback.values:
         raise InvalidInputError("value must be 'up' or 'down'")
     comment = _check_comment(comment)

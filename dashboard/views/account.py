@@ -12,10 +12,16 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.forms import DeleteAccountForm
-from dashboard.forms import AccessFilterForm, PauseForm, PersonalKeyForm, RetentionForm
+from dashboard.forms import (
+    AccessFilterForm,
+    MemoryOffForm,
+    PauseForm,
+    PersonalKeyForm,
+    RetentionForm,
+)
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest
-from memoryhub.models import Agent, ApiKey
+from memoryhub.models import Agent, ApiKey, Mode
 from memoryhub.queries.access_log import list_access_entries
 from memoryhub.queries.connections import list_connected_agents, list_personal_keys
 from memoryhub.services.agents import create_personal_key, revoke_key
@@ -23,19 +29,22 @@ from memoryhub.services.forget import delete_account
 from memoryhub.services.preferences import (
     block_agent,
     set_memory_paused,
+    set_mode_memory_off,
     set_retention,
     unblock_agent,
 )
 
-from .scoping import actor_of, page_number
+from .rendering import list_url
+from .scoping import actor_of, mode_or_404, page_number
 
 
 @require_GET
 @login_required
 def settings_page(request: AuthedRequest) -> HttpResponse:
-    """Pause memory, retention, and links to every other control."""
+    """Pause memory, memory off per mode, retention, and links to every other control."""
     retention = RetentionForm(initial={"retention_days": request.user.retention_days or ""})
-    return render(request, "dashboard/settings.html", {"retention_form": retention})
+    modes = Mode.objects.filter(user=request.user)
+    return render(request, "dashboard/settings.html", {"retention_form": retention, "modes": modes})
 
 
 @require_POST
@@ -49,6 +58,26 @@ def pause(request: AuthedRequest) -> HttpResponse:
         messages.success(request, "Memory is paused: agents cannot remember anything new.")
     else:
         messages.success(request, "Memory is on again: agents can remember new things.")
+    return redirect("dashboard:settings")
+
+
+@require_POST
+@login_required
+def mode_memory(request: AuthedRequest, mode_slug: str) -> HttpResponse:
+    """Turn memory off or on in one mode: while off, agents neither use nor save anything there."""
+    mode = mode_or_404(request.user, mode_slug)
+    form = MemoryOffForm(request.POST)
+    is_off = form.is_valid() and form.cleaned_data["is_off"]
+    set_mode_memory_off(user=request.user, mode=mode, is_off=is_off, actor=actor_of(request))
+    if is_off:
+        messages.success(
+            request,
+            f"Memory is off in the “{mode.name}” mode: agents get nothing of it and save nothing.",
+        )
+    else:
+        messages.success(request, f"Memory is on again in the “{mode.name}” mode.")
+    if request.POST.get("next") == "list":
+        return redirect(list_url(mode))
     return redirect("dashboard:settings")
 
 

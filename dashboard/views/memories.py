@@ -34,6 +34,7 @@ from memoryhub.queries.overview import (
     get_item,
     get_overview,
     list_mode_agents,
+    list_temporary_sessions,
 )
 from memoryhub.services.confidence import confirm_memory
 from memoryhub.services.curation import (
@@ -110,6 +111,7 @@ def memory_list(request: AuthedRequest) -> HttpResponse:
         mode_form=ModeForm(),
         agents=list_mode_agents(user=request.user, mode=mode),
         agent_id=agent_id,
+        temporary_sessions=list_temporary_sessions(user=request.user, mode=mode),
     )
     return page_or_fragment(
         request, "dashboard/memory_list.html", "dashboard/_memory_page.html", context

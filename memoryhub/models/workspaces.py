@@ -111,6 +111,8 @@ class Mode(models.Model):
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="modes")
     slug = models.SlugField(max_length=64)
     name = models.CharField(max_length=100)
+    # Memory off: agents get nothing of this mode's memory and can save nothing in it.
+    is_memory_off = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -38,7 +38,7 @@ from memoryhub.queries.recall import RecallFilter, decrypt_ranked, rank_memories
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
-from memoryhub.services.memories import check_content
+from memoryhub.services.memories import check_content, is_memory_in_use
 
 __all__ = [
     "MESSAGE_LAYER",
@@ -52,6 +52,8 @@ __all__ = [
 RULES, DATE, PERSONA, PROFILE, SESSIONS, MEMORIES, THREAD, COMPACTED, KNOWLEDGE = range(1, 10)
 # Layers 1, 2 and the message always come; an agent may switch the others off.
 SWITCHABLE_LAYERS = frozenset({PERSONA, PROFILE, SESSIONS, MEMORIES, THREAD, COMPACTED, KNOWLEDGE})
+# The layers built from the user's own memory and conversations: none with memory off.
+USER_LAYERS = frozenset({PROFILE, SESSIONS, MEMORIES, THREAD, COMPACTED})
 RELEVANT_MEMORIES_K = 8
 # Precision first: a memory this far from the message, without a shared rare word, stays out.
 MIN_RELEVANCE = 0.3
@@ -256,6 +258,8 @@ def assemble_context(
         # Security invariant: another user's, mode's or agent's thread does not exist for you.
         raise NotFoundError("session not found")
     enabled = SWITCHABLE_LAYERS - agent_settings.disabled_layers
+    if not is_memory_in_use(mode=mode, actor=actor):
+        enabled -= USER_LAYERS  # The user turned memory off in this mode.
     now = timezone.now()
     cipher = cipher_for(user)
     vector = embedder.embed([message])[0]

@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import Coalesce
 
 from memoryhub.actors import Actor
@@ -23,6 +23,7 @@ from memoryhub.models import (
     MemoryStatus,
     Message,
     Mode,
+    Session,
     User,
 )
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory_row, memories_of
@@ -312,6 +313,39 @@ def name_agents(*, user: User, mode: Mode, items: Sequence[MemoryItem]) -> list[
         replace(item, extra={**item.extra, "agent": names[item.id]}) if item.id in names else item
         for item in items
     ]
+
+
+@dataclass(frozen=True)
+class TemporarySession:
+    """A temporary (incognito) conversation: it may read memory but nothing of it is kept."""
+
+    id: UUID
+    agent: str
+    started_at: datetime
+    last_activity_at: datetime
+    is_open: bool
+
+
+def list_temporary_sessions(
+    *, user: User, mode: Mode, limit: int = 5
+) -> tuple[TemporarySession, ...]:
+    """The mode's most recent temporary sessions, open ones first (no text: they keep none)."""
+    rows = (
+        Session.objects.for_owner(user=user, mode=mode)
+        .filter(is_incognito=True)
+        .select_related("agent")
+        .order_by(F("ended_at").desc(nulls_first=True), "-started_at")[:limit]
+    )
+    return tuple(
+        TemporarySession(
+            id=row.pk,
+            agent=row.agent.name if row.agent is not None else "",
+            started_at=row.started_at,
+            last_activity_at=row.last_activity_at,
+            is_open=row.is_open,
+        )
+        for row in rows
+    )
 
 
 def get_item(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> MemoryItem:

@@ -35,6 +35,7 @@ from memoryhub.queries.query_terms import query_terms
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
+from memoryhub.services.memories import is_memory_in_use
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.35
@@ -337,6 +338,7 @@ def search_memories(
     """Return the k memories that best answer the query, best first, each with its score.
 
     With `min_score`, memories scoring under it are left out (an empty list: no close match).
+    An agent gets nothing of a mode whose memory the user turned off.
     Raises InvalidInputError on an empty or oversized query, k outside 1..100 or a bad filter.
     """
     query = check_query(query)
@@ -361,6 +363,8 @@ def search_memories(
     )
     if min_score is not None:
         ranked = [entry for entry in ranked if entry.score >= min_score]
+    if not is_memory_in_use(mode=mode, actor=actor):
+        ranked = []
     items = decrypt_ranked(ranked, cipher)
     ids = [item.id for item in items]
     audit.record_access(

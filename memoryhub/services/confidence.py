@@ -104,7 +104,7 @@ def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
 
     Raises NotFoundError (another user's or mode's memory) and ConflictError (not current).
     """
-    check_writable(user, actor)
+    check_writable(user, actor, mode)
     cipher = cipher_for(user)
     with transaction.atomic():
         row = get_memory_row(user=user, mode=mode, memory_id=memory_id)

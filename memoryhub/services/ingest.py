@@ -162,8 +162,13 @@ def run_extraction(
     )
     if session_row is None:
         raise NotFoundError("session not found")
-    if session_row.is_incognito or session_row.user.is_memory_paused:
-        # Incognito sessions and paused users write nothing, not even a run record.
+    if (
+        session_row.is_incognito
+        or session_row.user.is_memory_paused
+        or session_row.mode.is_memory_off
+    ):
+        # Incognito sessions, paused users and modes with memory off write nothing, not even
+        # a run record.
         _set_session_status(session_row, Session.ExtractionStatus.SKIPPED)
         return None
     if session_row.is_open:

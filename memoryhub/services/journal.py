@@ -32,7 +32,7 @@ def add_journal_entry(
     agent that retries or re-checks never writes the same thing twice.
     Raises InvalidInputError, ContentTooLargeError and MemoryPausedError.
     """
-    check_writable(user, actor)
+    check_writable(user, actor, mode)
     if entry_type not in JournalEntry.EntryType.values:
         raise InvalidInputError("type must be one of: " + ", ".join(JournalEntry.EntryType.values))
     summary = check_content(summary, field="summary")

@@ -14,7 +14,12 @@ from django.utils import timezone
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
-from memoryhub.errors import ContentTooLargeError, InvalidInputError, MemoryPausedError
+from memoryhub.errors import (
+    ContentTooLargeError,
+    InvalidInputError,
+    MemoryOffError,
+    MemoryPausedError,
+)
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import (
     ActorType,
@@ -53,12 +58,28 @@ def check_content(content: str, *, field: str = "content") -> str:
     return stripped
 
 
-def check_writable(user: User, actor: Actor) -> None:
-    """Refuse writes by agents and the system while the user has paused memory."""
-    if user.is_memory_paused and actor.actor_type != ActorType.USER:
+def check_writable(user: User, actor: Actor, mode: Mode | None = None) -> None:
+    """Refuse writes by agents and the system while the user has paused memory, or turned it
+    off in the mode (MemoryOffError, a MemoryPausedError). The user's own writes always pass.
+    """
+    if actor.actor_type == ActorType.USER:
+        return
+    if user.is_memory_paused:
         raise MemoryPausedError(
             "this user has paused memory: nothing new is remembered until they resume it"
         )
+    if mode is not None and mode.is_memory_off:
+        raise MemoryOffError(
+            f"this user turned memory off in the {mode.slug!r} mode: nothing is saved there"
+        )
+
+
+def is_memory_in_use(*, mode: Mode, actor: Actor) -> bool:
+    """Whether recall may use the mode's memory for this actor: not for agents with memory off.
+
+    The user still sees everything of their own in the dashboard.
+    """
+    return not mode.is_memory_off or actor.actor_type == ActorType.USER
 
 
 def _choice(value: str, choices: type[Any], field: str) -> str:
@@ -165,7 +186,7 @@ def remember_many(
     source_message_ids: Sequence[UUID] = (),
 ) -> list[Memory]:
     """Store several memories at once, all or nothing (one embedding batch, one insert)."""
-    check_writable(user, actor)
+    check_writable(user, actor, mode)
     if not items:
         raise InvalidInputError("nothing to remember: items is empty")
     cipher = cipher_for(user)
@@ -276,7 +297,7 @@ def edit_memory(
     New content or payload is the editor's word: `source` (by default "agent" for an agent
     actor, else unchanged) and `agent_id` become the memory's provenance.
     """
-    check_writable(user, actor)
+    check_writable(user, actor, mode)
     if source is None and actor.actor_type == ActorType.AGENT:
         source = MemorySource.AGENT
     cipher = cipher_for(user)

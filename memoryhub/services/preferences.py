@@ -1,4 +1,4 @@
-"""The user's own memory settings: pause memory, retention, and which agents may reach them."""
+"""The user's own memory settings: pause, memory off per mode, retention, agents that may reach them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from uuid import UUID
 from django.db import transaction
 
 from memoryhub.actors import Actor
-from memoryhub.errors import InvalidInputError
-from memoryhub.models import Agent, AgentBlock, User
+from memoryhub.errors import InvalidInputError, NotFoundError
+from memoryhub.models import Agent, AgentBlock, Mode, User
 from memoryhub.services.audit import record_access
 
 # Ten years: beyond this a retention limit is "keep", and a typo of extra zeros is refused.
@@ -26,6 +26,25 @@ def set_memory_paused(*, user: User, is_paused: bool, actor: Actor) -> User:
             action="memory.pause" if is_paused else "memory.resume",
         )
     return user
+
+
+def set_mode_memory_off(*, user: User, mode: Mode, is_off: bool, actor: Actor) -> Mode:
+    """Turn memory off or on in one mode: while off, agents get and save nothing of it there.
+
+    Raises NotFoundError for a mode of another user.
+    """
+    if mode.user_id != user.pk:
+        raise NotFoundError("no such mode")
+    with transaction.atomic():
+        mode.is_memory_off = is_off
+        mode.save(update_fields=["is_memory_off"])
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="mode.memory_off" if is_off else "mode.memory_on",
+            mode=mode.slug,
+        )
+    return mode
 
 
 def set_retention(*, user: User, retention_days: int | None, actor: Actor) -> User:
