@@ -202,7 +202,12 @@ def database_settings(url: str | None) -> dict[str, object]:
         "PORT": str(parsed.port or ""),
         "CONN_MAX_AGE": 0 if DATABASE_POOL_OPTIONS else env_int("DATABASE_CONN_MAX_AGE", 0),
         "CONN_HEALTH_CHECKS": True,
-        "OPTIONS": {"pool": dict(DATABASE_POOL_OPTIONS)} if DATABASE_POOL_OPTIONS else {},
+        "OPTIONS": {
+            # An unreachable host (not a refused port) would otherwise hold the connecting
+            # thread for the operating system's TCP timeout, minutes.
+            "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_SECONDS", 5),
+            **({"pool": dict(DATABASE_POOL_OPTIONS)} if DATABASE_POOL_OPTIONS else {}),
+        },
         "TEST": {"NAME": env_str("DATABASE_TEST_NAME", None)},
     }
 

@@ -62,6 +62,7 @@ def test_the_default_database_takes_connections_from_a_bounded_pool():
     assert pool["max_size"] == 10
     assert pool["timeout"] == 5.0
     assert pool["min_size"] <= pool["max_size"]
+    assert parsed["OPTIONS"]["connect_timeout"] == 5
 
 
 def _production_env(**extra: str) -> dict[str, str]:
