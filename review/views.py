@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.roles import require_reviewer
+from memoryhub import paging
 from memoryhub.actors import Actor
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import ConflictError, MemoryHubError, NotFoundError
@@ -71,8 +72,7 @@ def _go(request: AuthedRequest, url: str) -> HttpResponse:
 
 
 def _page(request: HttpRequest) -> int:
-    value = request.GET.get("page", "1")
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+    return paging.page_number(request)  # A 400 unless a positive number.
 
 
 @require_GET

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
+from memoryhub import paging
 from memoryhub.actors import Actor
 from memoryhub.errors import NotFoundError, PermissionDeniedError
 from memoryhub.http import AuthedRequest, client_ip
@@ -32,9 +33,8 @@ def mode_or_404(user: User, slug: str) -> Mode:
 
 
 def page_number(request: HttpRequest) -> int:
-    """The ?page= number; anything that is not a positive number is page 1."""
-    value = request.GET.get("page", "1")
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+    """The ?page= number; anything else is a 400 (see memoryhub/paging.py)."""
+    return paging.page_number(request)
 
 
 def domain_errors_as_http(view: View) -> View:

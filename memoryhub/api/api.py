@@ -7,12 +7,14 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 
+from memoryhub.body_limit import TOO_LARGE_CODE, body_limit
 from memoryhub.errors import MemoryHubError, RateLimitedError
 from memoryhub.unavailable import UNAVAILABLE_CODE, UNAVAILABLE_DETAIL, log_unavailable
 
@@ -107,6 +109,18 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if status == 429 and wait is not None:
         response["Retry-After"] = str(int(wait))
     return response
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_body_too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    # Over DATA_UPLOAD_MAX_MEMORY_SIZE (memoryhub/body_limit.py refuses it earlier under ASGI).
+    limit = body_limit()
+    return error_response(
+        request,
+        status=413,
+        code=TOO_LARGE_CODE,
+        detail=f"the request body is over {limit} bytes",
+    )
 
 
 @api.exception_handler(Http404)

@@ -23,7 +23,7 @@ from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode
 from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key
 from memoryhub.services.audit import record_access
-from memoryhub.services.ratelimit import check_rate_limit
+from memoryhub.services.ratelimit import budget_of, check_rate_limit, count_invalid_key
 from memoryhub.services.users import ensure_mode
 
 DEFAULT_MODE = "personal"
@@ -42,16 +42,17 @@ class Scope:
     api_key: ApiKey
 
 
-def authenticate_key(raw_key: str) -> ApiKey:
+def authenticate_key(raw_key: str, *, client_ip: str | None = None) -> ApiKey:
     """Return the active key for a presented bearer key, counting it against the rate limit.
 
     Raises NotAuthenticatedError (missing, unknown, revoked key or disabled agent) and
-    RateLimitedError.
+    RateLimitedError (past the key owner's budget, or too many invalid keys from this IP).
     """
     api_key = find_active_key(raw_key.strip()) if raw_key else None
     if api_key is None or (api_key.agent is not None and not api_key.agent.is_active):
+        count_invalid_key(client_ip)
         raise NotAuthenticatedError("missing, unknown or revoked API key")
-    check_rate_limit(f"key:{api_key.pk}")
+    check_rate_limit(budget_of(api_key))
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
@@ -70,7 +71,7 @@ class ApiKeyAuth(HttpBearer):
         return result  # type: ignore[no-any-return]  # authenticate() below returns ApiKey.
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey:
-        return authenticate_key(token)
+        return authenticate_key(token, client_ip=client_ip(request))
 
 
 def actor_for_key(api_key: ApiKey, *, channel: Channel, ip: str | None) -> Actor:

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
 from memoryhub.api.auth import authenticate_key
+from memoryhub.body_limit import limit_body
 from memoryhub.errors import MemoryHubError, NotAuthenticatedError, RateLimitedError
 from memoryhub.models import ApiKey
 from memoryhub.unavailable import (
@@ -35,13 +36,13 @@ MCP_PATH = "/mcp"
 API_KEY_SCOPE_KEY = "memoryhub.api_key"
 
 
-def _authenticate(authorization: str) -> ApiKey:
+def _authenticate(authorization: str, client_ip: str | None) -> ApiKey:
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise NotAuthenticatedError("missing API key: send Authorization: Bearer <key>")
     close_old_connections()
     try:
-        return authenticate_key(token)
+        return authenticate_key(token, client_ip=client_ip)
     finally:
         # Runs on asgiref's executor thread, outside Django's request cycle: don't keep it open.
         connection.close()
@@ -112,8 +113,11 @@ def build_mcp_app() -> ASGIApp:
             return
         headers = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
+        client = scope.get("client")
         try:
-            api_key = await sync_to_async(_authenticate)(authorization)
+            api_key = await sync_to_async(_authenticate)(
+                authorization, client[0] if client else None
+            )
         except MemoryHubError as exc:
             await _send_error(send, exc)
             return
@@ -127,7 +131,10 @@ def build_mcp_app() -> ASGIApp:
 
 
 def with_mcp(django_app: ASGIApp, mcp_app: ASGIApp) -> ASGIApp:
-    """Route /mcp (and /mcp/) and lifespan events to the MCP app, everything else to Django."""
+    """Route /mcp (and /mcp/) and lifespan events to the MCP app, everything else to Django.
+
+    Neither ever reads a request body over the limit: both get 413 JSON as it arrives.
+    """
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -138,4 +145,4 @@ def with_mcp(django_app: ASGIApp, mcp_app: ASGIApp) -> ASGIApp:
         else:
             await django_app(scope, receive, send)
 
-    return application
+    return limit_body(application)

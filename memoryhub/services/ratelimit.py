@@ -1,4 +1,4 @@
-"""Fixed-window request counting per bearer key, shared by the HTTP API and the MCP server."""
+"""Fixed-window request counting per key owner and per IP, shared by the HTTP API and MCP."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryhub.errors import RateLimitedError
-from memoryhub.models import RateLimitWindow
+from memoryhub.models import ApiKey, RateLimitWindow
 
 WINDOW = timedelta(minutes=1)
 
@@ -53,4 +53,24 @@ def check_rate_limit(bucket: str, *, now: datetime | None = None, limit: int | N
         wait = max(1, math.ceil((next_window - now).total_seconds()))
         raise RateLimitedError(
             f"rate limit of {limit} requests per minute exceeded", retry_after_seconds=wait
+        )
+
+
+def budget_of(api_key: ApiKey) -> str:
+    """The bucket a key's requests count against: its agent's, or its user's for personal keys.
+
+    Per owner, not per key: issuing more keys never buys more requests.
+    """
+    if api_key.agent_id is not None:
+        return f"agent:{api_key.agent_id}"
+    return f"user:{api_key.user_id}"
+
+
+def count_invalid_key(client_ip: str | None, *, now: datetime | None = None) -> None:
+    """Count a request with an invalid key against its IP; RateLimitedError past the limit."""
+    if client_ip:
+        check_rate_limit(
+            f"invalid-key:{client_ip}",
+            now=now,
+            limit=settings.MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE,
         )

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 import pytest
+import uvicorn
 
 from memoryhub.services.agents import create_personal_key
 from tests import factories
@@ -83,3 +87,26 @@ def world(live_server, transactional_db) -> World:
         alice_http=Http(url, personal_key),
         anonymous=Http(url, None),
     )
+
+
+@pytest.fixture(scope="module")
+def asgi_url():
+    """The production ASGI app (memoryhub.asgi: Django + MCP) under uvicorn, in a thread."""
+    from memoryhub.asgi import application
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
