@@ -11,7 +11,8 @@ import sys
 
 def web_command(*, host: str, port: int, workers: int, production: bool) -> list[str]:
     """Uvicorn serving the ASGI app (Django and MCP); with several workers it restarts dead ones."""
-    argv = [sys.executable, "-m", "uvicorn", "memoryhub.asgi:application"]
+    # uvicorn's own command line, but binding the workers' socket so that TCP_NODELAY holds.
+    argv = [sys.executable, "-m", "memoryhub.web_server", "memoryhub.asgi:application"]
     argv += ["--host", host, "--port", str(port)]
     if production:
         # Every worker answers any request (stateless MCP, PostgreSQL rate limits and sessions).
