@@ -24,7 +24,7 @@ from dashboard.forms import (
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
 from memoryhub.http import AuthedRequest
-from memoryhub.models import Mode
+from memoryhub.models import Confidence, MemoryStatus, Mode
 from memoryhub.queries.memories import get_memory_row, list_versions
 from memoryhub.queries.overview import (
     SECTIONS,
@@ -47,7 +47,7 @@ from memoryhub.services.forget import ForgetSelector, forget
 from memoryhub.services.memories import edit_memory
 from memoryhub.services.users import create_mode
 
-from .rendering import back_to_list, page_or_fragment, render_fragment
+from .rendering import back_to_list, is_list_page, page_or_fragment, render_fragment
 from .scoping import actor_of, domain_errors_as_http, mode_or_404, page_number
 
 DEFAULT_SECTION = SECTIONS_BY_SLUG["everything"]
@@ -202,27 +202,65 @@ def _refused(request: AuthedRequest, mode: Mode, error: MemoryHubError) -> HttpR
 
 
 def _done(
-    request: AuthedRequest, mode: Mode, memory_id: UUID, message: str, *, is_gone: bool = False
+    request: AuthedRequest,
+    mode: Mode,
+    memory_id: UUID,
+    message: str,
+    *,
+    is_gone: bool = False,
+    was_candidate: bool = True,
 ) -> HttpResponse:
-    """After an action on one item: its updated card (htmx), or back to the list."""
+    """After an action on one item: what happened, next to it (htmx), or back to the list."""
     messages.success(request, message)
     if not request.htmx:
         return back_to_list(request, mode, anchor="" if is_gone else f"memory-{memory_id}")
-    if is_gone or request.htmx.target != f"memory-{memory_id}":
-        # The item left this region (deleted, or answered in "Is this right?"): swap in nothing.
-        return render_fragment(request, "", {})
+    card = f"memory-{memory_id}"
+    target = request.htmx.target or card
+    twin = _twin(request, mode, memory_id, target, is_gone=is_gone, was_candidate=was_candidate)
+    if is_gone or target != card:
+        # The item left this region (deleted, or answered in "Is this right?"): say what
+        # happened in its place, where the person is looking.
+        context = _card_context(request, mode, target=target, message=message, **twin)
+        return render_fragment(request, "dashboard/_feedback.html", context, mode=mode)
     item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
-    return render_fragment(
-        request, "dashboard/_memory.html", _card_context(request, mode, item=item)
-    )
+    context = _card_context(request, mode, item=item, feedback=message, **twin)
+    return render_fragment(request, "dashboard/_memory.html", context, mode=mode)
 
 
-@require_POST
+def _twin(
+    request: AuthedRequest,
+    mode: Mode,
+    memory_id: UUID,
+    target: str,
+    *,
+    is_gone: bool,
+    was_candidate: bool,
+) -> dict[str, Any]:
+    """The item's other box on the list page ("Is this right?" and the list), kept in step."""
+    if not (was_candidate and is_list_page(request)):
+        return {}
+    twin = f"candidate-{memory_id}" if target == f"memory-{memory_id}" else f"memory-{memory_id}"
+    if is_gone or twin.startswith("candidate-"):
+        return {"twin_gone": twin}  # Deleted, or answered: no longer a question.
+    item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
+    return {"twin_item": item}
+
+
+@require_http_methods(["GET", "POST"])
 @login_required
 @domain_errors_as_http
 def memory_delete(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
-    """Delete one item for good, with whatever was derived only from it."""
+    """Delete one item for good, with whatever was derived only from it (GET: confirm first).
+
+    With JavaScript the card asks no question: it offers Undo for a few seconds (app.js).
+    """
     mode = mode_or_404(request.user, mode_slug)
+    if request.method == "GET":
+        item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
+        context = _card_context(request, mode, item=item)
+        return render(request, "dashboard/memory_delete.html", context)
+    row = get_memory_row(user=request.user, mode=mode, memory_id=memory_id)
+    was_candidate = row.confidence == Confidence.CANDIDATE or row.status == MemoryStatus.CANDIDATE
     receipt = forget(
         user=request.user,
         mode=mode,
@@ -234,9 +272,8 @@ def memory_delete(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Ht
         raise Http404("no such item")
     derived = len(receipt.memory_ids) - 1
     also = f" {derived} item(s) derived from it went too." if derived else ""
-    return _done(
-        request, mode, memory_id, f"Deleted. It will not be used again.{also}", is_gone=True
-    )
+    message = f"Deleted. It will not be used again.{also}"
+    return _done(request, mode, memory_id, message, is_gone=True, was_candidate=was_candidate)
 
 
 @require_POST
@@ -249,7 +286,7 @@ def memory_confirm(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> H
         confirm_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
     except REFUSALS as error:
         return _refused(request, mode, error)
-    return _done(request, mode, memory_id, "Thanks: marked as confirmed.")
+    return _done(request, mode, memory_id, "Thanks: marked as confirmed. Agents can use it now.")
 
 
 @require_POST
@@ -327,9 +364,11 @@ def contradiction_resolve(request: AuthedRequest, mode_slug: str) -> HttpRespons
         )
     except REFUSALS as error:
         return _refused(request, mode, error)
-    messages.success(request, "Resolved: MemoryHub now uses the one you kept.")
+    message = "Resolved: MemoryHub now uses the one you kept."
+    messages.success(request, message)
     if request.htmx:
-        return render_fragment(request, "", {})
+        context = {"target": request.htmx.target or "contradiction", "message": message}
+        return render_fragment(request, "dashboard/_feedback.html", context, mode=mode)
     return back_to_list(request, mode)
 
 

@@ -285,6 +285,24 @@ def get_overview(
 
 
 @dataclass(frozen=True)
+class ItemCounts:
+    """The numbers the dashboard shows beside a section title and "Is this right?"."""
+
+    section_total: int
+    candidate_total: int
+
+
+def count_items(
+    *, user: User, mode: Mode, section: Section, agent_id: UUID | None = None
+) -> ItemCounts:
+    """How many items a section holds (of one agent, if given), and how many wait for an answer."""
+    return ItemCounts(
+        section_total=_section_rows(user, mode, section, None, agent_id).count(),
+        candidate_total=_candidates(user, mode).count(),
+    )
+
+
+@dataclass(frozen=True)
 class AgentName:
     id: UUID
     name: str

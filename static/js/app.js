@@ -15,3 +15,112 @@ document.addEventListener("htmx:responseError", function showRequestFailure() {
     region.innerHTML = '<ul class="messages"><li class="message message-error">That did not work. Reload the page and try again.</li></ul>';
   }
 });
+
+// Undo instead of "are you sure?": a delete waits a few seconds behind an Undo button, then
+// goes (the card's hx-trigger is "mh-undo-expired"). Without JavaScript the Delete link opens
+// a confirmation page instead, and "No, it's wrong" posts its form as usual.
+var UNDO_SECONDS = 5;
+var heldActions = [];
+
+function announce(text) {
+  var region = document.getElementById("messages");
+  if (region) {
+    var list = document.createElement("ul");
+    var item = document.createElement("li");
+    list.className = "messages";
+    item.className = "message";
+    item.textContent = text;
+    list.appendChild(item);
+    region.replaceChildren(list);
+  }
+}
+
+function csrfToken() {
+  try {
+    return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+  } catch (error) {
+    return "";
+  }
+}
+
+function sendHeldActionNow(trigger) {
+  // The page is going away, or the card already left it: a beacon is still delivered.
+  var data = trigger.tagName === "FORM" ? new FormData(trigger) : new FormData();
+  if (!data.has("csrfmiddlewaretoken")) {
+    data.append("csrfmiddlewaretoken", csrfToken());
+  }
+  navigator.sendBeacon(trigger.getAttribute("hx-post"), data);
+}
+
+function holdForUndo(trigger) {
+  var card = document.getElementById(trigger.getAttribute("data-undo-card"));
+  if (!card) {
+    htmx.trigger(trigger, "mh-undo-expired");
+    return;
+  }
+  var notice = document.createElement(card.tagName === "LI" ? "li" : "div");
+  var text = document.createElement("span");
+  var undo = document.createElement("button");
+  notice.className = "feedback undo-notice";
+  text.textContent = trigger.getAttribute("data-undo") + " ";
+  undo.type = "button";
+  undo.className = "secondary";
+  undo.textContent = "Undo";
+  notice.append(text, undo);
+  card.hidden = true;
+  card.insertAdjacentElement("afterend", notice);
+  announce(trigger.getAttribute("data-undo") + " You can undo it for a few seconds.");
+  undo.focus();
+
+  var held = {};
+  function release() {
+    clearTimeout(held.timer);
+    heldActions.splice(heldActions.indexOf(held), 1);
+    notice.remove();
+  }
+  held.go = function goAhead() {
+    release();
+    if (document.body.contains(trigger)) {
+      htmx.trigger(trigger, "mh-undo-expired");
+    } else {
+      sendHeldActionNow(trigger);
+    }
+  };
+  held.flush = function sendBeforeLeaving() {
+    release();
+    sendHeldActionNow(trigger);
+  };
+  undo.addEventListener("click", function undoHeldAction() {
+    release();
+    card.hidden = false;
+    announce("Undone: nothing was deleted.");
+    var focusable = trigger.tagName === "FORM" ? trigger.querySelector("button") : trigger;
+    if (focusable) {
+      focusable.focus();
+    }
+  });
+  held.timer = setTimeout(held.go, UNDO_SECONDS * 1000);
+  heldActions.push(held);
+}
+
+document.addEventListener("click", function offerUndoForLinks(event) {
+  var trigger = event.target.closest("a[data-undo]");
+  if (trigger && typeof htmx !== "undefined") {
+    event.preventDefault();
+    holdForUndo(trigger);
+  }
+});
+
+document.addEventListener("submit", function offerUndoForForms(event) {
+  var form = event.target.closest("form[data-undo]");
+  if (form && typeof htmx !== "undefined") {
+    event.preventDefault();
+    holdForUndo(form);
+  }
+});
+
+window.addEventListener("pagehide", function sendHeldActions() {
+  heldActions.slice().forEach(function (held) {
+    held.flush();
+  });
+});

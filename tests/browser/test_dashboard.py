@@ -60,9 +60,11 @@ def test_log_in_and_edit_a_fact_inline_keeping_its_history(page, log_in, memorie
 
 
 def test_delete_an_item(page, log_in, memories):
+    page.clock.install()
+    page.clock.resume()
     log_in(page)
-    page.on("dialog", lambda dialog: dialog.accept())
-    card(page, memories["peanuts"]).get_by_role("button", name="Delete").click()
+    card(page, memories["peanuts"]).get_by_role("link", name="Delete").click()
+    page.clock.fast_forward(6000)  # Past the few seconds Undo is offered.
     card(page, memories["peanuts"]).wait_for(state="detached")
     assert "Deleted." in page.locator("#messages").inner_text()
     page.reload()
@@ -84,7 +86,8 @@ def test_forget_the_last_hour_keeps_what_came_before(page, log_in, live_server, 
     page.wait_for_url(f"{live_server.url}/dashboard/receipt/")
     receipt = page.locator(".receipt").inner_text()
     assert "Deletion receipt" in page.content()
-    assert re.search(r"fact\s+2", receipt)  # The recent fact and the candidate made just now.
+    assert "2 facts" in receipt  # The recent fact and the candidate made just now.
+    assert "Is reading a novel by Annie Ernaux." in receipt  # Named, once.
     page.get_by_role("link", name="Back to your memories").click()
     body = page.locator("#memory-page").inner_text()
     assert "Lives in Lyon." in body and "Allergic to peanuts." in body

@@ -84,13 +84,14 @@ def test_deleting_an_item_removes_it(signed_in, user, remember):
     assert "Lives in Lyon." not in signed_in.get("/dashboard/").content.decode()
 
 
-def test_an_htmx_delete_swaps_in_nothing_but_the_message(signed_in, remember):
+def test_an_htmx_delete_says_so_in_the_cards_place(signed_in, remember):
     memory = remember("Lives in Lyon.")
     response = signed_in.post(
         url(memory, "delete"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"memory-{memory.pk}"
     )
     body = response.content.decode()
-    assert body.lstrip().startswith('<div id="messages"') and "Deleted." in body
+    assert body.lstrip().startswith(f'<li id="memory-{memory.pk}-done" class="feedback">Deleted.')
+    assert '<div id="messages"' in body
 
 
 def test_confirming_a_candidate_makes_it_confirmed(signed_in, user, remember):
@@ -106,7 +107,10 @@ def test_confirming_from_is_this_right_removes_the_question(signed_in, remember)
         url(memory, "confirm"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"candidate-{memory.pk}"
     )
     body = response.content.decode()
-    assert "candidate-" not in body and "marked as confirmed" in body
+    assert (
+        f'<li id="candidate-{memory.pk}-done" class="feedback">Thanks: marked as confirmed' in body
+    )
+    assert f'id="candidate-{memory.pk}"' not in body
 
 
 def test_rejecting_a_candidate_deletes_it(signed_in, user, remember):
@@ -282,9 +286,10 @@ def test_item_actions_refuse_a_post_without_the_csrf_token(user, remember, actio
 
 
 def test_get_on_a_destructive_url_is_refused(signed_in, user, remember):
-    memory = remember("Lives in Lyon.")
-    assert signed_in.get(url(memory, "delete")).status_code == 405
-    assert current(user, memory) is not None
+    memory = remember("Might take up climbing.", source="extracted", status="candidate")
+    for action in ("confirm", "reject", "done", "copy"):
+        assert signed_in.get(url(memory, action)).status_code == 405
+    assert current(user, memory).confidence == Confidence.CANDIDATE
 
 
 def test_why_without_javascript_leads_to_the_item_page(signed_in, remember):
