@@ -43,5 +43,6 @@ pytest: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-bench: setup ## Retrieval and latency benchmarks (writes bench/results/*.json)
+bench: setup ## Retrieval, latency and extraction benchmarks (writes bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval
+	$(BIN)/python manage.py bench_extraction
