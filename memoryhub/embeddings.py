@@ -1,6 +1,8 @@
-"""Sentence embeddings: the `Embedder` protocol and the offline all-MiniLM-L6-v2 provider.
+"""Sentence embeddings: the `Embedder` protocol and the offline all-MiniLM-L6-v2 providers.
 
-This is the only module that imports the embedding model.
+This is the only module that imports the embedding model: through sentence-transformers and
+torch (`MiniLMEmbedder`, the reference and the fallback) or through ONNX Runtime
+(`OnnxMiniLMEmbedder`, the default: the same vectors, about 3x faster, no torch in the process).
 """
 
 from __future__ import annotations
@@ -9,7 +11,12 @@ import os
 import threading
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any, Protocol
+
+import numpy as np
+
+from memoryhub import onnx_model
 
 DIMENSIONS = 384
 
@@ -81,9 +88,60 @@ class MiniLMEmbedder:
         return list(vector[0].tolist())
 
 
-@cache
-def default_embedder() -> Embedder:
-    """The process-wide embedder used by the HTTP, MCP and task adapters."""
+class OnnxMiniLMEmbedder:
+    """The same all-MiniLM-L6-v2 through ONNX Runtime: one thread for one text, all for batches.
+
+    A single text is a request waiting (every search and context embeds its query): one thread
+    answers it fastest on a busy machine, where a pool's threads wait for each other. A batch
+    (`remember_many`, ingestion, re-embedding) is throughput: it gets `batch_threads` threads,
+    by default one per core, in a session of its own, loaded only when a batch first comes.
+    """
+
+    name = MiniLMEmbedder.name
+    dimensions = DIMENSIONS
+
+    def __init__(
+        self, *, model_path: Path, batch_size: int = 32, batch_threads: int | None = None
+    ) -> None:
+        self.batch_size = batch_size
+        self._single = onnx_model.OnnxSentenceModel(path=model_path, threads=1)
+        self._batch = onnx_model.OnnxSentenceModel(
+            path=model_path, threads=batch_threads or os.cpu_count() or 1
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        if len(texts) == 1:
+            return [self._single.embed(texts)[0].tolist()]
+        # Texts of like length share a batch, so little of it is padding (as encode does).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            vectors[chunk] = self._batch.embed([texts[i] for i in chunk])
+        return [row.tolist() for row in vectors]
+
+
+def export_onnx_model() -> Path:
+    """Export the ONNX graph of the shipped model under DATA_DIR unless it is there; its path."""
     from django.conf import settings
 
-    return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBEDDING_THREADS)
+    return onnx_model.ensure_exported(onnx_model.model_file(settings.DATA_DIR / "models"))
+
+
+@cache
+def default_embedder() -> Embedder:
+    """The process-wide embedder used by the HTTP, MCP and task adapters.
+
+    `MEMORYHUB_EMBEDDING_RUNTIME` chooses ONNX Runtime (default) or torch; both give the same
+    vectors, so the choice never invalidates stored embeddings.
+    """
+    from django.conf import settings
+
+    if settings.MEMORYHUB_EMBEDDING_RUNTIME == "torch":
+        return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBEDDING_THREADS)
+    return OnnxMiniLMEmbedder(
+        model_path=onnx_model.model_file(settings.DATA_DIR / "models"),
+        batch_threads=settings.MEMORYHUB_EMBEDDING_BATCH_THREADS or None,
+    )

@@ -362,6 +362,12 @@ CELERY_BEAT_SCHEDULE = {
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384
 # Torch threads of the embedding model; 0 keeps torch's default (one per core).
 MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1)
+# "onnx" (default: ONNX Runtime, graph exported under DATA_DIR/models) or "torch"; same vectors.
+MEMORYHUB_EMBEDDING_RUNTIME = env_str("MEMORYHUB_EMBEDDING_RUNTIME", "onnx") or "onnx"
+if MEMORYHUB_EMBEDDING_RUNTIME not in ("onnx", "torch"):
+    raise ImproperlyConfigured("MEMORYHUB_EMBEDDING_RUNTIME must be onnx or torch")
+# ONNX Runtime threads for a batch of texts; 0 means one per core (a single text uses one).
+MEMORYHUB_EMBEDDING_BATCH_THREADS = env_int("MEMORYHUB_EMBEDDING_BATCH_THREADS", 0)
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 MEMORYHUB_EXTRACTION_MODEL = env_str("MEMORYHUB_EXTRACTION_MODEL", "claude-haiku-4-5") or ""

@@ -1,8 +1,11 @@
-"""The offline MiniLM embedder gives real, normalised 384-d sentence vectors."""
+"""The offline MiniLM embedders (torch and ONNX Runtime) give the same normalised 384-d vectors."""
 
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 from memoryhub.embeddings import MiniLMEmbedder, default_embedder
 
@@ -54,3 +57,88 @@ def test_one_text_gets_the_same_vector_as_the_model_encode_gives():
     for single, reference in zip(singles, encoded, strict=True):
         assert max(abs(a - b) for a, b in zip(single, reference.tolist(), strict=True)) < 1e-5
     assert fresh.embed([texts[0]]) == singles[:1]  # deterministic
+
+
+# Stored embeddings were written by sentence-transformers; the ONNX runtime must give the same
+# vectors for every kind of text, or every memory would need embedding again.
+VARIED_TEXTS = [
+    "The user lives in Lyon.",
+    "Where did Alice go on holiday last summer?",
+    "Je suis allée à Lyon l’été dernier avec ma sœur ; il pleuvait.",
+    "ok",
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful. "
+    "[shares a photo: a poster with a rainbow flag]",
+    "Preference: answers in French, short, no emoji 🙂.",
+    "Meeting at 14:30 on 2026-03-07, room B-12, budget €1,200.",
+    "word " * 400,  # past 256 tokens: truncated as encode() does
+    "Un texte assez long en français qui parle de randonnée, de montagne et de refuges. " * 12,
+]
+
+
+def _onnx_embedder(settings):
+    from memoryhub import onnx_model
+    from memoryhub.embeddings import OnnxMiniLMEmbedder
+
+    return OnnxMiniLMEmbedder(
+        model_path=onnx_model.model_file(settings.DATA_DIR / "models"), batch_size=4
+    )
+
+
+def test_onnx_vectors_match_sentence_transformers_vectors(settings):
+    reference = (
+        MiniLMEmbedder()
+        ._load()
+        .encode(VARIED_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    )
+    onnx = _onnx_embedder(settings)
+    batch = onnx.embed(VARIED_TEXTS)  # several batches of unlike lengths, reordered
+    singles = [onnx.embed([text])[0] for text in VARIED_TEXTS]
+    for vectors in (batch, singles):
+        for vector, expected in zip(vectors, reference.tolist(), strict=True):
+            assert _cosine(vector, expected) >= 0.9999
+            assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-4)
+
+
+def test_onnx_embedder_loads_nothing_for_an_empty_batch(settings):
+    onnx = _onnx_embedder(settings)
+    assert onnx.embed([]) == []
+    assert not onnx._single.is_loaded
+    assert not onnx._batch.is_loaded
+
+
+def test_one_query_loads_only_the_one_thread_session(settings):
+    onnx = _onnx_embedder(settings)
+    onnx.embed(["a single query"])
+    assert onnx._single.is_loaded
+    assert onnx._single.threads == 1
+    assert not onnx._batch.is_loaded
+
+
+def test_the_default_embedder_is_onnx_and_keeps_torch_out_of_the_process():
+    # A fresh interpreter, as a web process is: embedding a query must not import torch.
+    script = (
+        "import django, sys; django.setup(); "
+        "from memoryhub.embeddings import default_embedder; "
+        "e = default_embedder(); e.embed(['where do I live?']); e.embed(['a', 'b c']); "
+        "print(type(e).__name__, 'torch' in sys.modules)"
+    )
+    completed = subprocess.run(  # noqa: S603  # our own interpreter and script
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "memoryhub.settings"},
+    )
+    assert completed.stdout.split() == ["OnnxMiniLMEmbedder", "False"]
+
+
+def test_the_export_writes_a_graph_that_runs(tmp_path):
+    from memoryhub import onnx_model
+
+    path = onnx_model.ensure_exported(onnx_model.model_file(tmp_path))
+    assert path.is_file()
+    assert list(tmp_path.iterdir()) == [path]  # no partial file left behind
+    vectors = onnx_model.OnnxSentenceModel(path=path, threads=1).embed(["hello", "bonjour"])
+    assert vectors.shape == (2, 384)
+    assert onnx_model.ensure_exported(path) == path  # already there: not exported again

@@ -1,0 +1,17 @@
+"""manage.py export_embedding_model: write the ONNX graph of the shipped MiniLM under DATA_DIR."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memoryhub.embeddings import export_onnx_model
+
+
+class Command(BaseCommand):
+    help = "Export the embedding model to ONNX from the installed weights (once; run by setup)."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = export_onnx_model()
+        self.stdout.write(f"Embedding model: {path}")
