@@ -1,4 +1,5 @@
-"""Reviewer decisions on candidates: approve (publish to the knowledge base), reject, skip."""
+"""Reviewer decisions on candidates: approve (publish to the knowledge base), reject, skip, and
+for a question about the user: answer it for them, or leave it to them (needs the user)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,22 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError
-from memoryhub.models import User, Workspace
+from memoryhub.keyring import cipher_for
+from memoryhub.models import (
+    Confidence,
+    Importance,
+    Memory,
+    MemoryKind,
+    MemorySource,
+    MemoryStatus,
+    User,
+    Workspace,
+)
+from memoryhub.services.memories import NewMemory, remember
 
 from .knowledge import publish_document, title_from
 from .models import KnowledgeDocument, LearningCandidate, ReviewDecision
-from .queries import audit_candidate_access, get_candidate_row, scrubbed_texts
+from .queries import ANSWER_TABLE, audit_candidate_access, get_candidate_row, scrubbed_texts
 from .tuning import record_decisions
 
 MAX_REASON_CHARS = 2000
@@ -146,3 +158,117 @@ def skip_candidate(
         candidate.save(update_fields=["skipped_at"])
         audit_candidate_access(actor, [candidate], "review.candidate_skip")
     return candidate
+
+
+def _users_question(candidate: LearningCandidate) -> str:
+    """The question as the user asked it (for their own memory; no reviewer reads it here)."""
+    record = candidate.answer
+    if record is None:
+        return scrubbed_texts(candidate)[0]
+    return cipher_for(candidate.user_id, create=False).decrypt(
+        record.question_ciphertext, table=ANSWER_TABLE, row_id=record.pk, field="question"
+    )
+
+
+def _lock_users_question(workspace: Workspace, candidate_id: UUID | str) -> LearningCandidate:
+    candidate = _lock_pending(workspace, candidate_id)
+    if candidate.kind != LearningCandidate.Kind.ANSWER:
+        raise InvalidInputError("only a captured answer is a question of the user's")
+    return candidate
+
+
+def _decide_for_user(
+    candidate: LearningCandidate, *, status: str, reviewer: User, actor: Actor, action: str
+) -> None:
+    _decide([candidate], status=status, reviewer=reviewer)
+    audit_candidate_access(actor, [candidate], action)
+    # The capture was right (the agent could not answer): it counts as an approval for the
+    # threshold, like publishing would.
+    record_decisions(
+        workspace=candidate.workspace,
+        candidates=[candidate],
+        reviewer=reviewer,
+        outcome=ReviewDecision.Outcome.APPROVED,
+    )
+
+
+def answer_for_user(
+    *,
+    workspace: Workspace,
+    candidate_id: UUID | str,
+    reviewer: User,
+    actor: Actor,
+    embedder: Embedder,
+    answer: str,
+) -> Memory:
+    """Write the reviewer's answer into the user's memory, as a question for them to confirm.
+
+    For a question about the user (their appointment, their plan) no knowledge document can
+    answer: the reviewer never sees the user's memories, so the answer waits in "Is this
+    right?" until the user confirms it, and no agent gets it before. Nothing is published.
+    Raises NotFoundError, ConflictError (already decided), InvalidInputError (a proposed
+    fact, an empty answer) and MemoryPausedError (the user paused memory or turned it off).
+    """
+    with transaction.atomic():
+        candidate = _lock_users_question(workspace, candidate_id)
+        memory = remember(
+            user=candidate.user,
+            mode=candidate.mode,
+            item=NewMemory(
+                kind=MemoryKind.FACT,
+                content=answer,
+                source=MemorySource.REVIEWER,
+                confidence=Confidence.CANDIDATE,
+                status=MemoryStatus.CANDIDATE,
+                payload={"question": _users_question(candidate), "from_review": True},
+            ),
+            actor=actor,
+            embedder=embedder,
+        )
+        _decide_for_user(
+            candidate,
+            status=LearningCandidate.Status.ANSWERED,
+            reviewer=reviewer,
+            actor=actor,
+            action="review.answer_for_user",
+        )
+    return memory
+
+
+def mark_needs_user(
+    *,
+    workspace: Workspace,
+    candidate_id: UUID | str,
+    reviewer: User,
+    actor: Actor,
+    embedder: Embedder,
+) -> Memory:
+    """Leave a question only the user can answer to them: an open item in their memory.
+
+    Raises NotFoundError, ConflictError, InvalidInputError (a proposed fact) and
+    MemoryPausedError (the user paused memory or turned it off in the mode).
+    """
+    with transaction.atomic():
+        candidate = _lock_users_question(workspace, candidate_id)
+        question = _users_question(candidate)
+        memory = remember(
+            user=candidate.user,
+            mode=candidate.mode,
+            item=NewMemory(
+                kind=MemoryKind.OPEN_ITEM,
+                content=f"An agent could not answer “{question}”: only you know. Tell it next time.",
+                source=MemorySource.REVIEWER,
+                importance=Importance.NORMAL,
+                payload={"status": "open", "question": question, "from_review": True},
+            ),
+            actor=actor,
+            embedder=embedder,
+        )
+        _decide_for_user(
+            candidate,
+            status=LearningCandidate.Status.NEEDS_USER,
+            reviewer=reviewer,
+            actor=actor,
+            action="review.needs_user",
+        )
+    return memory

@@ -6,6 +6,7 @@ from pathlib import PurePath
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from .decisions import MAX_REASON_CHARS
 from .knowledge import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS
@@ -49,6 +50,18 @@ class ApproveForm(forms.Form):
         max_length=MAX_DOCUMENT_CHARS,
     )
     apply_to_group = forms.BooleanField(label="Approve the similar ones too", required=False)
+
+
+class UserAnswerForm(forms.Form):
+    """The right answer to a question about the user, written for them (they confirm it)."""
+
+    user_answer = forms.CharField(
+        label="The right answer, for this user only",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=settings.MEMORYHUB_MAX_CONTENT_BYTES,
+        help_text="Write it as a statement about them, e.g. “The dentist appointment is on "
+        "Tuesday at 10.” It waits in their “Is this right?” until they confirm it.",
+    )
 
 
 class RejectForm(forms.Form):

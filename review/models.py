@@ -94,6 +94,11 @@ class LearningCandidate(models.Model):
         PENDING = "pending", "Pending"
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
+        # A question about the user that no knowledge document can answer (issue 17): the
+        # reviewer wrote the answer into the user's memory, for them to confirm, or left it to
+        # the user (an open item in their memory). Nothing goes to the knowledge base.
+        ANSWERED = "answered", "Answered for the user"
+        NEEDS_USER = "needs_user", "Needs the user"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")

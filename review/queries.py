@@ -34,7 +34,7 @@ from .models import (
     LearningCandidateQuerySet,
     ThresholdChange,
 )
-from .scoring import SIGNAL_NAMES
+from .scoring import LOW_SIGNAL, SIGNAL_NAMES
 
 ANSWER_TABLE = "answer_record"
 CANDIDATE_TABLE = "learning_candidate"
@@ -100,6 +100,16 @@ class CandidateView:
     @property
     def failure_label(self) -> str:
         return FailureClass(self.failure_class).label if self.failure_class else "Proposed fact"
+
+    @property
+    def low_signals(self) -> tuple[tuple[str, float], ...]:
+        """The agent's own signals under the "low" mark, lowest first: why it looked weak."""
+        low = [(name, value) for name, value in self.signals.items() if value < LOW_SIGNAL]
+        return tuple(sorted(low, key=lambda pair: pair[1]))
+
+    @property
+    def status_label(self) -> str:
+        return LearningCandidate.Status(self.status).label
 
 
 @dataclass(frozen=True)

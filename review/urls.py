@@ -16,6 +16,16 @@ urlpatterns = [
     ),
     path("candidates/<uuid:candidate_id>/reject/", views.candidate_reject, name="candidate_reject"),
     path("candidates/<uuid:candidate_id>/skip/", views.candidate_skip, name="candidate_skip"),
+    path(
+        "candidates/<uuid:candidate_id>/answer-for-user/",
+        views.candidate_answer_for_user,
+        name="candidate_answer_for_user",
+    ),
+    path(
+        "candidates/<uuid:candidate_id>/needs-user/",
+        views.candidate_needs_user,
+        name="candidate_needs_user",
+    ),
     path("knowledge/", views.knowledge_list, name="knowledge_list"),
     path("knowledge/add/", views.knowledge_add, name="knowledge_add"),
     path("knowledge/<uuid:document_id>/edit/", views.document_edit, name="document_edit"),

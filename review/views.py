@@ -28,7 +28,14 @@ from memoryhub.models import ActorType, Channel
 
 from . import decisions, knowledge
 from .chart import build_chart
-from .forms import ApproveForm, DocumentEditForm, DocumentForm, QueueFilterForm, RejectForm
+from .forms import (
+    ApproveForm,
+    DocumentEditForm,
+    DocumentForm,
+    QueueFilterForm,
+    RejectForm,
+    UserAnswerForm,
+)
 from .queries import (
     get_candidate,
     get_document,
@@ -113,6 +120,7 @@ def _detail(
     *,
     approve_form: ApproveForm | None = None,
     reject_form: RejectForm | None = None,
+    user_answer_form: UserAnswerForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
     detail = get_candidate(
@@ -127,6 +135,8 @@ def _detail(
         "candidate": candidate,
         "approve_form": approve_form,
         "reject_form": reject_form or RejectForm(),
+        "user_answer_form": user_answer_form or UserAnswerForm(),
+        "threshold": request.user.workspace.review_threshold,
     }
     return render(request, "review/candidate_detail.html", context, status=status)
 
@@ -203,6 +213,56 @@ def candidate_skip(request: AuthedRequest, candidate_id: str) -> HttpResponse:
         )
     except ConflictError as error:
         messages.warning(request, str(error))
+    return _go(request, reverse("review:queue"))
+
+
+@require_POST
+@require_reviewer
+@not_found_as_404
+def candidate_answer_for_user(request: AuthedRequest, candidate_id: str) -> HttpResponse:
+    """Answer a question about the user for them: it waits in their memory for them to confirm."""
+    form = UserAnswerForm(request.POST)
+    if not form.is_valid():
+        return _detail(request, candidate_id, user_answer_form=form, status=422)
+    try:
+        decisions.answer_for_user(
+            workspace=request.user.workspace,
+            candidate_id=candidate_id,
+            reviewer=request.user,
+            actor=_actor(request),
+            embedder=default_embedder(),
+            answer=form.cleaned_data["user_answer"],
+        )
+    except ConflictError as error:
+        messages.warning(request, str(error))
+        return _go(request, reverse("review:queue"))
+    except MemoryHubError as error:
+        messages.error(request, str(error))  # Paused, memory off, a proposed fact: say why.
+        return _detail(request, candidate_id, user_answer_form=form, status=422)
+    messages.success(request, "Answered for this user: they confirm it before any agent uses it.")
+    return _go(request, reverse("review:queue"))
+
+
+@require_POST
+@require_reviewer
+@not_found_as_404
+def candidate_needs_user(request: AuthedRequest, candidate_id: str) -> HttpResponse:
+    """Leave a question only the user can answer to them (an open item in their memory)."""
+    try:
+        decisions.mark_needs_user(
+            workspace=request.user.workspace,
+            candidate_id=candidate_id,
+            reviewer=request.user,
+            actor=_actor(request),
+            embedder=default_embedder(),
+        )
+    except ConflictError as error:
+        messages.warning(request, str(error))
+        return _go(request, reverse("review:queue"))
+    except MemoryHubError as error:
+        messages.error(request, str(error))
+        return _detail(request, candidate_id, status=422)
+    messages.success(request, "Left to the user: it is an open item in their memory now.")
     return _go(request, reverse("review:queue"))
 
 

@@ -8,14 +8,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from memoryhub.models import AuditEntry
+from memoryhub.actors import Actor
+from memoryhub.keyring import cipher_for
+from memoryhub.models import AuditEntry, Memory, MemoryKind
+from memoryhub.queries.memories import decrypt_memory
 from memoryhub.services.audit import subject_pseudonym
 from review import decisions, services
 from review.knowledge import publish_document
 from review.models import KnowledgeDocument, LearningCandidate
 from tests import factories
 
-from .conftest import HIGH, make_reviewer
+from .conftest import HIGH, LOW_RETRIEVAL, make_reviewer
 
 QUESTION = "Can you send the Lyon store hours to alice@example.com?"
 
@@ -32,6 +35,8 @@ def page_urls(candidate_id, document_id):
         ("post", reverse("review:candidate_approve", args=[candidate_id])),
         ("post", reverse("review:candidate_reject", args=[candidate_id])),
         ("post", reverse("review:candidate_skip", args=[candidate_id])),
+        ("post", reverse("review:candidate_answer_for_user", args=[candidate_id])),
+        ("post", reverse("review:candidate_needs_user", args=[candidate_id])),
         ("get", reverse("review:knowledge_list")),
         ("post", reverse("review:knowledge_add")),
         ("get", reverse("review:document_edit", args=[document_id])),
@@ -304,3 +309,198 @@ def test_the_queue_can_be_filtered_by_failure_class(reviewer_client, report):
     )
     response = reviewer_client.get(reverse("review:queue"), {"failure_class": "policy_block"})
     assert [c.id for c in response.context["candidates"]] == [blocked.candidate.pk]
+
+
+def answer_url(candidate):
+    return reverse("review:candidate_answer_for_user", args=[candidate.pk])
+
+
+def needs_user_url(candidate):
+    return reverse("review:candidate_needs_user", args=[candidate.pk])
+
+
+def memories_of(user, mode, kind=None):
+    rows = Memory.objects.for_owner(user=user, mode=mode)
+    if kind:
+        rows = rows.filter(kind=kind)
+    return [decrypt_memory(row, cipher_for(user)) for row in rows]
+
+
+def test_the_candidate_page_says_why_it_was_captured(reviewer_client, candidate):
+    page = reviewer_client.get(
+        reverse("review:candidate_detail", args=[candidate.pk])
+    ).content.decode()
+    assert "Why it was captured" in page
+    assert "under the workspace’s capture threshold of 0.60" in page
+    # LOW_RETRIEVAL: retrieval 0.10 and memory 0.30 are low, lowest first; the others are not.
+    low = page[page.index("Why it was captured") :]
+    assert low.index("Low retrieval") < low.index("Low memory")
+    assert "what was found (memory, knowledge) did not fit the question" in low
+    assert "Low policy" not in page and "Low completeness" not in page
+    assert page.count('<span class="status low">low</span>') == 2
+
+
+def test_the_queue_names_the_low_signals(reviewer_client, candidate):
+    page = reviewer_client.get(reverse("review:queue")).content.decode()
+    assert "Low: retrieval 0.10, memory 0.30" in page
+
+
+def test_a_hallucination_and_negative_feedback_are_named(
+    reviewer_client, report, user, personal, embedder
+):
+    answer = report(
+        "When is my dentist appointment?",
+        "Your appointment on 2020-01-03 is coming up.",
+        {"retrieval": 0.9, "policy": 1.0, "completeness": 0.9, "memory": 0.9},
+    )
+    services.record_feedback(
+        user=user,
+        mode=personal,
+        answer_id=answer.answer.pk,
+        value="down",
+        actor=Actor.for_user(user.pk),
+        embedder=embedder,
+    )
+    page = reviewer_client.get(
+        reverse("review:candidate_detail", args=[answer.candidate.pk])
+    ).content.decode()
+    assert "The user said the answer was wrong" in page
+    assert "it called a date that has passed upcoming" in page
+
+
+def test_a_reviewer_writes_the_answer_into_the_users_memory_for_them_to_confirm(
+    reviewer_client, reviewer, candidate, user, personal
+):
+    response = reviewer_client.post(
+        answer_url(candidate), {"user_answer": "The Lyon store opens at 9 and closes at 7."}
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("review:queue")
+    [memory] = memories_of(user, personal)
+    assert memory.content == "The Lyon store opens at 9 and closes at 7."
+    assert (memory.source, memory.confidence, memory.status) == (
+        "reviewer",
+        "candidate",
+        "candidate",
+    )
+    # The user's own question, as they asked it (the reviewer only ever saw it scrubbed).
+    assert memory.payload["question"] == QUESTION
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "answered"
+    assert not KnowledgeDocument.objects.exists()
+    assert AuditEntry.objects.filter(
+        subject=subject_pseudonym(user.pk),
+        action="review.answer_for_user",
+        actor_id=str(reviewer.pk),
+    ).exists()
+
+
+def test_the_user_sees_the_reviewers_answer_as_a_question(client, reviewer_client, candidate, user):
+    reviewer_client.post(answer_url(candidate), {"user_answer": "The store opens at 9."})
+    client.force_login(user)
+    page = client.get("/dashboard/").content.decode()
+    box = page[page.index("Is this right?") :]
+    assert "The store opens at 9." in box and "From a reviewer" in box
+    assert f"A reviewer’s answer to your question “{QUESTION}”" in box
+
+
+@pytest.mark.parametrize("data", [{}, {"user_answer": "   "}])
+def test_an_empty_answer_for_the_user_is_422_and_writes_nothing(
+    reviewer_client, candidate, user, personal, data
+):
+    response = reviewer_client.post(answer_url(candidate), data)
+    assert response.status_code == 422
+    assert memories_of(user, personal) == []
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "pending"
+
+
+def test_a_user_who_paused_memory_gets_no_answer_written(
+    reviewer_client, candidate, user, personal
+):
+    from memoryhub.services.preferences import set_memory_paused
+
+    set_memory_paused(user=user, is_paused=True, actor=Actor.for_user(user.pk))
+    response = reviewer_client.post(answer_url(candidate), {"user_answer": "Opens at 9."})
+    assert response.status_code == 422 and "paused memory" in response.content.decode()
+    assert reviewer_client.post(needs_user_url(candidate)).status_code == 422
+    assert memories_of(user, personal) == []
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "pending"
+
+
+def test_a_mode_with_memory_off_gets_no_answer_written(reviewer_client, candidate, user, personal):
+    from memoryhub.services.preferences import set_mode_memory_off
+
+    set_mode_memory_off(user=user, mode=personal, is_off=True, actor=Actor.for_user(user.pk))
+    response = reviewer_client.post(answer_url(candidate), {"user_answer": "Opens at 9."})
+    assert response.status_code == 422 and "turned memory off" in response.content.decode()
+    assert memories_of(user, personal) == []
+
+
+def test_an_already_decided_candidate_gets_no_answer(reviewer_client, candidate, user, personal):
+    reviewer_client.post(reverse("review:candidate_reject", args=[candidate.pk]), {"reason": "ok"})
+    response = reviewer_client.post(
+        answer_url(candidate), {"user_answer": "Opens at 9."}, follow=True
+    )
+    assert "already decided" in response.content.decode()
+    assert memories_of(user, personal) == []
+
+
+def test_a_proposed_fact_is_not_a_question_of_the_user(
+    reviewer_client, user, personal, agent_actor, embedder
+):
+    fact = services.propose_knowledge_candidate(
+        user=user,
+        mode=personal,
+        statement="Stores close at 7pm.",
+        actor=agent_actor,
+        embedder=embedder,
+    )
+    response = reviewer_client.post(answer_url(fact), {"user_answer": "Opens at 9."})
+    assert response.status_code == 422 and "only a captured answer" in response.content.decode()
+    page = reviewer_client.get(reverse("review:candidate_detail", args=[fact.pk])).content.decode()
+    assert "Needs the user" not in page and "Why it was captured" not in page
+
+
+def test_another_workspaces_reviewer_cannot_answer_or_leave_it_to_the_user(
+    client, candidate, user, personal
+):
+    client.force_login(make_reviewer(factories.make_workspace()))
+    assert client.post(answer_url(candidate), {"user_answer": "Opens at 9."}).status_code == 404
+    assert client.post(needs_user_url(candidate)).status_code == 404
+    assert memories_of(user, personal) == []
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "pending"
+
+
+def test_the_new_decisions_need_a_post(reviewer_client, candidate):
+    assert reviewer_client.get(answer_url(candidate)).status_code == 405
+    assert reviewer_client.get(needs_user_url(candidate)).status_code == 405
+
+
+def test_needs_the_user_leaves_an_open_item_in_their_memory(
+    reviewer_client, candidate, user, personal, work
+):
+    response = reviewer_client.post(needs_user_url(candidate))
+    assert response.status_code == 302
+    [item] = memories_of(user, personal, MemoryKind.OPEN_ITEM)
+    assert QUESTION in item.content and item.source == "reviewer"
+    assert item.payload == {"status": "open", "question": QUESTION, "from_review": True}
+    assert memories_of(user, work) == []  # Only the mode the question was asked in.
+    assert LearningCandidate.objects.get(pk=candidate.pk).status == "needs_user"
+    assert not KnowledgeDocument.objects.exists()
+
+
+def test_both_decisions_count_as_approvals_for_the_threshold(reviewer_client, report, workspace):
+    from review.models import ReviewDecision
+
+    first = report("When is my dentist appointment?", "No idea.", LOW_RETRIEVAL).candidate
+    second = report("What did I plan for Sunday?", "No idea.", LOW_RETRIEVAL).candidate
+    reviewer_client.post(answer_url(first), {"user_answer": "Tuesday at 10."})
+    reviewer_client.post(needs_user_url(second))
+    outcomes = list(
+        ReviewDecision.objects.filter(workspace=workspace).values_list("outcome", flat=True)
+    )
+    assert outcomes == ["approved", "approved"]
+
+
+def test_the_queue_can_list_what_was_answered_for_users(reviewer_client, candidate):
+    reviewer_client.post(answer_url(candidate), {"user_answer": "Opens at 9."})
+    page = reviewer_client.get(reverse("review:queue"), {"status": "answered"}).content.decode()
+    assert f"candidate-{candidate.pk}" in page
