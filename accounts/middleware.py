@@ -8,14 +8,13 @@ from urllib.parse import urlencode
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.utils.functional import SimpleLazyObject
 
 from accounts.roles import (
     MFA_SETUP_NEXT_KEY,
     is_admin,
     needs_mfa_setup,
+    Roles,
     redirect_to_mfa_setup,
-    roles_of,
 )
 
 
@@ -29,7 +28,7 @@ class AdminRequiresMfaMiddleware:
     to /admin/ (they are signed in), which redirects to the login again, until the browser
     gives up.
 
-    Every request also gets `request.roles` (accounts.roles.Roles, computed on first use), so
+    Every request also gets `request.roles` (accounts.roles.Roles, checked on first use), so
     the header can link the review and admin pages for those who may open them.
     """
 
@@ -37,7 +36,7 @@ class AdminRequiresMfaMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request.roles = SimpleLazyObject(lambda: roles_of(request.user))  # type: ignore[attr-defined]  # Our own request attribute.
+        request.roles = Roles(request.user)  # type: ignore[attr-defined]  # Our own attribute.
         admin_root = reverse("admin:index")
         if request.path_info.startswith(admin_root):
             is_signed_in = request.user.is_authenticated

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import wraps
+from functools import cached_property, wraps
 from typing import Any
 
 from allauth.mfa.models import Authenticator
@@ -90,17 +89,20 @@ def require_staff(view: View) -> View:
     return _require_role(is_admin)(view)
 
 
-@dataclass(frozen=True)
 class Roles:
-    """What the header and the account pages show a signed-in person (checked lazily)."""
+    """What the header and the account pages show a person; each role is checked on first use."""
 
-    is_reviewer: bool
-    is_admin: bool
-    has_totp: bool
+    def __init__(self, user: Any) -> None:
+        self._user = user
 
+    @cached_property
+    def is_reviewer(self) -> bool:
+        return is_reviewer(self._user)
 
-def roles_of(user: Any) -> Roles:
-    """The roles of the request user (nothing for an anonymous visitor)."""
-    if not getattr(user, "is_authenticated", False):
-        return Roles(is_reviewer=False, is_admin=False, has_totp=False)
-    return Roles(is_reviewer=is_reviewer(user), is_admin=is_admin(user), has_totp=has_totp(user))
+    @cached_property
+    def is_admin(self) -> bool:
+        return is_admin(self._user)
+
+    @cached_property
+    def has_totp(self) -> bool:
+        return bool(getattr(self._user, "is_authenticated", False)) and has_totp(self._user)

@@ -72,10 +72,13 @@ def _episode_filter(form: EpisodeFilterForm | None) -> EpisodeFilter | None:
     )
 
 
-def _card_context(request: AuthedRequest, mode: Mode, **extra: Any) -> dict[str, Any]:
+def _card_context(
+    request: AuthedRequest, mode: Mode, *, modes: list[Mode] | None = None, **extra: Any
+) -> dict[str, Any]:
     """What a memory card needs besides the item: its mode, and the modes it can be copied to."""
-    other_modes = list(Mode.objects.filter(user=request.user).exclude(pk=mode.pk))
-    return {"mode": mode, "other_modes": other_modes, **extra}
+    modes = modes if modes is not None else list(Mode.objects.filter(user=request.user))
+    other_modes = [other for other in modes if other.pk != mode.pk]
+    return {"mode": mode, "modes": modes, "other_modes": other_modes, **extra}
 
 
 @require_GET
@@ -102,7 +105,6 @@ def memory_list(request: AuthedRequest) -> HttpResponse:
     context = _card_context(
         request,
         mode,
-        modes=Mode.objects.filter(user=request.user),
         page_query=page_query.urlencode(),
         overview=overview,
         section=section,

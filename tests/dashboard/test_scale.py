@@ -16,8 +16,9 @@ from memoryhub.services.memories import NewMemory, build_memory
 MEMORIES = 10_000
 KINDS = ("fact", "preference", "procedure", "episode", "session_summary", "open_item")
 # Session, user, mode, data key (2), section count + page, candidates (+ their count),
-# contradictions (2), audit row (savepoint, lock, last hash, insert, release), modes (2).
-MAX_QUERIES = 18
+# contradictions (2), audit row (savepoint, lock, last hash, insert, release), modes, the
+# agents of the mode (filter), temporary sessions, the header's reviewer role.
+MAX_QUERIES = 19
 
 
 @pytest.fixture
