@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from accounts.roles import (
     MFA_SETUP_NEXT_KEY,
+    Roles,
     is_admin,
     needs_mfa_setup,
-    Roles,
     redirect_to_mfa_setup,
 )
 
