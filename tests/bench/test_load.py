@@ -1,0 +1,103 @@
+"""The load benchmark for real, briefly: 2 agents on one production web worker for 3 seconds.
+
+It runs bench/load.py as a process of its own (it sets Django up on a database of its own),
+then checks the JSON it wrote. No timings are asserted: the benchmark measures them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from bench.load_report import OPERATIONS, Outcome, summarise_outcomes
+from bench.load_stack import HOST, base_database_url
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _database_name() -> str:
+    # A database of this test run's own, apart from a full bench run's (memoryhub_load).
+    suffix = re.sub(r"\W", "_", os.environ.get("DATABASE_TEST_NAME") or "test")
+    return f"memoryhub_load_{suffix}"
+
+
+def _database_exists(name: str) -> bool:
+    with psycopg.connect(base_database_url(), autocommit=True) as conn:
+        row = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+    return row is not None
+
+
+def _accepts_connections(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(2)
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def test_quick_load_run_reads_back_every_write_and_stays_within_the_pool(tmp_path):
+    database = _database_name()
+    result = subprocess.run(  # noqa: S603  # Our own interpreter and script.
+        [sys.executable, "bench/load.py", "--quick", "--database", database, "--out", tmp_path],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((tmp_path / "load-latest.json").read_text())
+    assert len(list(tmp_path.glob("load-2*.json"))) == 1  # The dated copy.
+
+    [run] = report["runs"]
+    assert (run["workers"], run["agents"]) == (1, 2)
+    assert all(run["operations"][name]["n"] > 0 for name in OPERATIONS)
+    assert run["ok"] == run["requests"] > 0
+    assert run["errors_by_status"] == {}  # No 301 either: the forwarded HTTPS is trusted.
+    assert run["server_errors"] == run["unexpected_errors"] == 0
+    writes = run["writes"]
+    assert writes["acknowledged"] > 0
+    assert writes["lost"] == 0
+    assert writes["read_statuses"] == {"200": writes["acknowledged"]}
+    connections = run["connections"]
+    assert connections["bound"] == 10
+    assert 1 <= connections["peak"] <= connections["bound"]  # The monitor saw the server's own.
+    assert {"web", "postgres", "others", "machine"} <= set(run["cpu_cores"])
+
+    [server] = report["servers"]
+    assert server["warm_up"]["settled"] is True
+    assert server["log"]["tracebacks"] == 0
+    targets = {target["target"]: target["passed"] for target in report["targets"]}
+    assert list(targets.values()) == [True, True, None, True]  # No 8-agent run to compare.
+    assert report["machine"]["cpus"] and report["machine"]["load_average_after"]
+
+    # Cleaned up: the server is stopped and the load database dropped.
+    assert not _accepts_connections(server["port"])
+    assert not _database_exists(database)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "unexpected", "server_error"),
+    [
+        (Outcome("search", 200, 0.1, has_retry_after=False), 0, 0),
+        (Outcome("search", 503, 0.1, has_retry_after=True), 0, 0),
+        (Outcome("search", 429, 0.1, has_retry_after=True), 0, 0),
+        (Outcome("search", 503, 0.1, has_retry_after=False), 1, 0),
+        (Outcome("search", 500, 0.1, has_retry_after=False), 1, 1),
+        (Outcome("search", 301, 0.1, has_retry_after=False), 1, 0),
+        (Outcome("search", 0, 30.0, has_retry_after=False, error="TimeoutError"), 1, 0),
+    ],
+)
+def test_only_throttling_that_says_when_to_retry_is_an_expected_error(
+    outcome, unexpected, server_error
+):
+    summary = summarise_outcomes([outcome], seconds=1.0)
+    assert summary["unexpected_errors"] == unexpected
+    assert summary["server_errors"] == server_error
+    assert summary["ok"] == (1 if outcome.status == 200 else 0)
