@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run serve test lint fmt typecheck pytest bench browser-deps
+.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load browser-deps
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -46,3 +46,6 @@ pytest: setup
 bench: setup ## Retrieval, latency and extraction benchmarks (writes bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval
 	$(BIN)/python manage.py bench_extraction
+
+bench-load: setup ## Load benchmark: 1, 8, 32 agents x 1, 2 web workers (bench/results/load-*.json)
+	$(BIN)/python bench/load.py
