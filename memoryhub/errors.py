@@ -22,6 +22,12 @@ class InvalidInputError(MemoryHubError):
     status = 422
 
 
+class IdempotencyKeyReusedError(InvalidInputError):
+    """An idempotency key sent again with another request: a client bug, never replayed."""
+
+    code = "idempotency_key_reused"
+
+
 class ContentTooLargeError(MemoryHubError):
     code = "content_too_large"
     status = 413

@@ -21,9 +21,9 @@ from memoryhub.errors import (
 from memoryhub.http import client_ip
 from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
 from memoryhub.queries.access_log import REFUSED_ACTION
-from memoryhub.services.agents import find_active_key
+from memoryhub.services.agents import find_active_key, key_owner
 from memoryhub.services.audit import record_access
-from memoryhub.services.ratelimit import budget_of, check_rate_limit, count_invalid_key
+from memoryhub.services.ratelimit import check_rate_limit, count_invalid_key
 from memoryhub.services.users import ensure_mode
 
 DEFAULT_MODE = "personal"
@@ -52,7 +52,8 @@ def authenticate_key(raw_key: str, *, client_ip: str | None = None) -> ApiKey:
     if api_key is None or (api_key.agent is not None and not api_key.agent.is_active):
         count_invalid_key(client_ip)
         raise NotAuthenticatedError("missing, unknown or revoked API key")
-    check_rate_limit(budget_of(api_key))
+    # One budget per owner: all of an agent's keys, or all of a user's personal keys.
+    check_rate_limit(key_owner(api_key))
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)

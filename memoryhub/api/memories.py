@@ -26,10 +26,12 @@ from memoryhub.errors import (
 )
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
-from memoryhub.models import MemorySource, MemoryStatus
+from memoryhub.models import Memory, MemorySource, MemoryStatus
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory, list_memories
+from memoryhub.services.agents import key_owner
 from memoryhub.services.forget import ForgetSelector, forget
+from memoryhub.services.idempotency import IdempotencyKey, remember_once
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
 
 from .auth import Scope, resolve_scope
@@ -81,6 +83,21 @@ def new_memory(fields: MemoryFields) -> NewMemory:
     )
 
 
+def _new_items(scope: Scope, items: list[MemoryFields]) -> list[NewMemory]:
+    # Security invariant: user provenance (shown as said by the user, confidence high) comes
+    # only from the user: the dashboard or their personal key, never an agent's key.
+    if scope.agent is not None and any(f.source == "user" for f in items):
+        raise PermissionDeniedError(
+            'an agent key cannot write source "user": use "agent" or "explicit"'
+        )
+    return [new_memory(fields) for fields in items]
+
+
+def _out(scope: Scope, rows: list[Memory]) -> list[MemoryOut]:
+    cipher = cipher_for(scope.user)
+    return [MemoryOut.of(decrypt_memory(row, cipher)) for row in rows]
+
+
 def remember_items(
     scope: Scope, items: list[MemoryFields], *, embedder: Embedder
 ) -> list[MemoryOut]:
@@ -88,23 +105,47 @@ def remember_items(
 
     Raises PermissionDeniedError when an agent key claims the user's own word (source "user").
     """
-    # Security invariant: user provenance (shown as said by the user, confidence high) comes
-    # only from the user: the dashboard or their personal key, never an agent's key.
-    if scope.agent is not None and any(f.source == "user" for f in items):
-        raise PermissionDeniedError(
-            'an agent key cannot write source "user": use "agent" or "explicit"'
-        )
-    new_items = [new_memory(fields) for fields in items]
     rows = remember_many(
         user=scope.user,
         mode=scope.mode,
-        items=new_items,
+        items=_new_items(scope, items),
         actor=scope.actor,
         embedder=embedder,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    cipher = cipher_for(scope.user)
-    return [MemoryOut.of(decrypt_memory(row, cipher)) for row in rows]
+    return _out(scope, rows)
+
+
+def remember_items_once(
+    scope: Scope,
+    items: list[MemoryFields],
+    *,
+    embedder: Embedder,
+    idempotency_key: str | None,
+    is_batch: bool,
+) -> tuple[list[MemoryOut], bool]:
+    """`remember_items`, and with an idempotency key a retry returns the first write (True).
+
+    Raises IdempotencyKeyReusedError when the key came with another request before.
+    """
+    if idempotency_key is None:
+        return remember_items(scope, items, embedder=embedder), False
+    fields = set(MemoryFields.model_fields)
+    request = {
+        "batch": is_batch,
+        "items": [item.model_dump(mode="json", include=fields) for item in items],
+    }
+    result = remember_once(
+        user=scope.user,
+        mode=scope.mode,
+        items=_new_items(scope, items),
+        actor=scope.actor,
+        embedder=embedder,
+        idempotency=IdempotencyKey(owner=key_owner(scope.api_key), key=idempotency_key),
+        request=request,
+        agent_id=scope.agent.pk if scope.agent else None,
+    )
+    return _out(scope, result.memories), result.is_replay
 
 
 def encode_cursor(item: MemoryItem) -> str:
@@ -180,19 +221,38 @@ def forget_memories(scope: Scope, payload: ForgetIn, *, embedder: Embedder) -> F
     )
 
 
-@router.post("/memories", response={201: MemoryOut, **ERRORS})
+@router.post("/memories", response={200: MemoryOut, 201: MemoryOut, **ERRORS})
 def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
-    """Remember one item for the user in the mode (confidence medium or above)."""
+    """Remember one item for the user in the mode (confidence medium or above).
+
+    A retry with the same idempotency_key returns the first write with 200.
+    """
     scope = resolve_scope(request, payload.user, payload.mode)
-    return Status(201, remember_items(scope, [payload], embedder=default_embedder())[0])
+    items, is_replay = remember_items_once(
+        scope,
+        [payload],
+        embedder=default_embedder(),
+        idempotency_key=payload.idempotency_key,
+        is_batch=False,
+    )
+    return Status(200 if is_replay else 201, items[0])
 
 
-@router.post("/memories/batch", response={201: MemoryBatchOut, **ERRORS})
+@router.post("/memories/batch", response={200: MemoryBatchOut, 201: MemoryBatchOut, **ERRORS})
 def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[MemoryBatchOut]:
-    """Remember several items at once: all of them, or none if any is invalid."""
+    """Remember several items at once: all of them, or none if any is invalid.
+
+    A retry with the same idempotency_key returns the first write with 200.
+    """
     scope = resolve_scope(request, payload.user, payload.mode)
-    items = remember_items(scope, list(payload.items), embedder=default_embedder())
-    return Status(201, MemoryBatchOut(items=items))
+    items, is_replay = remember_items_once(
+        scope,
+        list(payload.items),
+        embedder=default_embedder(),
+        idempotency_key=payload.idempotency_key,
+        is_batch=True,
+    )
+    return Status(200 if is_replay else 201, MemoryBatchOut(items=items))
 
 
 @router.get("/memories", response={200: MemoryPageOut, **ERRORS})

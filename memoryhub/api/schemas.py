@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Schema
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, field_validator
 
 from memoryhub.queries.memories import MemoryItem
 
@@ -101,15 +101,35 @@ class MemoryFields(Schema):
     source: SourceName = "agent"
     payload: dict[str, Any] | None = None
     occurred_at: When | None = None
-    idempotency_key: Annotated[Text, Field(min_length=1, max_length=128)] | None = None
+
+
+IdempotencyKeyText = Annotated[
+    Text,
+    Field(
+        min_length=1,
+        max_length=128,
+        description="Send the same key with a retry: it returns the first write (200).",
+    ),
+]
 
 
 class MemoryIn(ScopeIn, MemoryFields):
-    pass
+    idempotency_key: IdempotencyKeyText | None = None
 
 
 class MemoryBatchIn(ScopeIn):
     items: Annotated[list[MemoryFields], Field(min_length=1, max_length=100)]
+    idempotency_key: IdempotencyKeyText | None = None
+
+    @field_validator("items", mode="before")
+    @classmethod
+    def _keys_belong_to_the_batch(cls, items: Any) -> Any:
+        # One key for the whole batch (all or nothing); a key per item would be ignored.
+        if isinstance(items, list) and any(
+            isinstance(item, dict) and "idempotency_key" in item for item in items
+        ):
+            raise ValueError("idempotency_key belongs to the batch, not to its items")
+        return items
 
 
 class MemoryListQuery(ScopeIn):

@@ -9,6 +9,7 @@ from .graph import (
     NodeType,
     WorkspaceNodeType,
 )
+from .idempotency import IdempotentWrite
 from .journal import JournalEntry
 from .memories import (
     Confidence,
@@ -49,6 +50,7 @@ __all__ = [
     "GraphEdge",
     "GraphMaintenanceRun",
     "GraphNode",
+    "IdempotentWrite",
     "Importance",
     "JournalEntry",
     "Memory",

@@ -82,6 +82,17 @@ def revoke_key(*, api_key: ApiKey) -> ApiKey:
     return api_key
 
 
+def key_owner(api_key: ApiKey) -> str:
+    """Whose key this is: "agent:<id>" for an agent's keys, "user:<id>" for personal keys.
+
+    What a key owner is allowed (requests per minute, idempotency keys) is shared by all of
+    its keys: issuing another key never buys more.
+    """
+    if api_key.agent_id is not None:
+        return f"agent:{api_key.agent_id}"
+    return f"user:{api_key.user_id}"
+
+
 def find_active_key(raw_key: str) -> ApiKey | None:
     """The active key matching a presented bearer key, or None."""
     if not raw_key.startswith(KEY_PREFIX):

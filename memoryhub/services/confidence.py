@@ -16,7 +16,7 @@ from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode,
 from memoryhub.queries.memories import MEMORY_TABLE, get_memory_row
 from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access
-from memoryhub.services.memories import check_writable
+from memoryhub.services.memories import check_writable, lock_slot
 
 # Heard this many times (in any sessions), a memory is trusted without the user's confirmation.
 HIGH_CONFIDENCE_EVIDENCE = 3
@@ -66,7 +66,12 @@ def is_recallable(confidence: str) -> bool:
 
 
 def live_slot_rows(*, user: User, mode: Mode, slot_hash: str) -> list[Memory]:
-    """The current and candidate memories of one slot, newest first, locked for update."""
+    """The current and candidate memories of one slot, newest first, locked for update.
+
+    The slot itself is locked too (`lock_slot`), so that concurrent writers to an empty slot
+    take turns instead of each writing a current value.
+    """
+    lock_slot(user=user, mode=mode, slot_hash=slot_hash)
     return list(
         Memory.objects.for_owner(user=user, mode=mode)
         .filter(slot_hash=slot_hash, status__in=LIVE_STATUSES, valid_to__isnull=True)

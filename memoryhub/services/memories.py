@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -24,6 +24,7 @@ from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import (
     ActorType,
     Confidence,
+    IdempotentWrite,
     Importance,
     Memory,
     MemoryKind,
@@ -174,6 +175,19 @@ def build_memory(
     )
 
 
+def lock_slot(*, user: User, mode: Mode, slot_hash: str) -> None:
+    """Hold the lock of one (user, mode, slot) until the transaction ends (call inside atomic).
+
+    Row locks cannot guard an empty slot: two writers would each find it empty and each write
+    a current value. With this lock the second waits, then sees the first writer's value.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"memory-slot:{user.pk}:{mode.pk}:{slot_hash}"],
+        )
+
+
 def remember_many(
     *,
     user: User,
@@ -184,8 +198,13 @@ def remember_many(
     session_id: UUID | None = None,
     agent_id: UUID | None = None,
     source_message_ids: Sequence[UUID] = (),
+    idempotent_write: IdempotentWrite | None = None,
 ) -> list[Memory]:
-    """Store several memories at once, all or nothing (one embedding batch, one insert)."""
+    """Store several memories at once, all or nothing (one embedding batch, one insert).
+
+    `idempotent_write` (services/idempotency.py) is saved with the memories' ids, first, so
+    that a concurrent write with the same key waits on its unique key and then fails.
+    """
     check_writable(user, actor, mode)
     if not items:
         raise InvalidInputError("nothing to remember: items is empty")
@@ -205,6 +224,9 @@ def remember_many(
         for item, vector in zip(items, vectors, strict=True)
     ]
     with transaction.atomic():
+        if idempotent_write is not None:
+            idempotent_write.memory_ids = [row.id for row in rows]
+            idempotent_write.save(force_insert=True)
         Memory.all_owners.bulk_create(rows)
         if source_message_ids:
             through = Memory.source_messages.through

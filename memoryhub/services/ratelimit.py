@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memoryhub.errors import RateLimitedError
-from memoryhub.models import ApiKey, RateLimitWindow
+from memoryhub.models import RateLimitWindow
 
 WINDOW = timedelta(minutes=1)
 
@@ -54,16 +54,6 @@ def check_rate_limit(bucket: str, *, now: datetime | None = None, limit: int | N
         raise RateLimitedError(
             f"rate limit of {limit} requests per minute exceeded", retry_after_seconds=wait
         )
-
-
-def budget_of(api_key: ApiKey) -> str:
-    """The bucket a key's requests count against: its agent's, or its user's for personal keys.
-
-    Per owner, not per key: issuing more keys never buys more requests.
-    """
-    if api_key.agent_id is not None:
-        return f"agent:{api_key.agent_id}"
-    return f"user:{api_key.user_id}"
 
 
 def count_invalid_key(client_ip: str | None, *, now: datetime | None = None) -> None:

@@ -92,8 +92,11 @@ def world(live_server, transactional_db) -> World:
 @pytest.fixture(scope="module")
 def asgi_url():
     """The production ASGI app (memoryhub.asgi: Django + MCP) under uvicorn, in a thread."""
-    from memoryhub.asgi import application
+    from memoryhub.asgi import django_application
+    from memoryhub.mcp.http import build_mcp_app, with_mcp
 
+    # Built as memoryhub/asgi.py builds it, but anew: an MCP app's lifespan runs only once.
+    application = with_mcp(django_application, build_mcp_app())
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

@@ -1,0 +1,134 @@
+"""Remember with an idempotency key: a retry returns the first write instead of writing again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from django.db import IntegrityError
+
+from memoryhub import crypto
+from memoryhub.actors import Actor
+from memoryhub.embeddings import Embedder
+from memoryhub.errors import ConflictError, IdempotencyKeyReusedError
+from memoryhub.keyring import cipher_for
+from memoryhub.models import IdempotentWrite, Memory, MemoryStatus, Mode, User
+from memoryhub.services.audit import record_access
+from memoryhub.services.memories import NewMemory, remember_many
+
+UNIQUE_CONSTRAINT = "idempotent_write_unique"
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """An idempotency key as the client sent it, in the key space of `owner`.
+
+    `owner` is whose keys share one space: "agent:<id>" or "user:<id>" (personal keys).
+    """
+
+    owner: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """The memories a write stored, and whether they come from an earlier write (a retry)."""
+
+    memories: list[Memory]
+    is_replay: bool
+
+
+def _request_digest(user: User, request: Any) -> str:
+    # Keyed by the user's data key: the digest of a short text must not let anyone guess it.
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
+    key = crypto.derive_subkey(cipher_for(user).data_key, "idempotency")
+    return crypto.keyed_digest(key, canonical, length=64)
+
+
+def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> Remembered | None:
+    """What an earlier write with this key stored, or None if there was none."""
+    first = IdempotentWrite.objects.filter(owner=claim.owner, key_digest=claim.key_digest).first()
+    if first is None:
+        return None
+    if (first.user_id, first.mode_id, first.request_digest) != (
+        user.pk,
+        mode.pk,
+        claim.request_digest,
+    ):
+        # Another user, mode or body under the same key is a client bug: replaying the first
+        # write would hand back another request's memories, writing would break the promise.
+        raise IdempotencyKeyReusedError(
+            "this idempotency_key was already used with a different request"
+        )
+    rows = {
+        row.pk: row
+        for row in Memory.objects.for_owner(user=user, mode=mode)
+        .filter(pk__in=first.memory_ids)
+        .exclude(status=MemoryStatus.FORGOTTEN)
+    }
+    if len(rows) != len(first.memory_ids):
+        # Deleted or forgotten since: a retry must never bring it back.
+        raise ConflictError("what was written with this idempotency_key has been deleted since")
+    ids: list[UUID] = list(first.memory_ids)
+    record_access(
+        actor=actor, subject_user_id=user.pk, action="memory.read", object_ids=ids, mode=mode.slug
+    )
+    return Remembered(memories=[rows[memory_id] for memory_id in ids], is_replay=True)
+
+
+def _is_key_taken(error: IntegrityError) -> bool:
+    diagnostics = getattr(error.__cause__, "diag", None)
+    return getattr(diagnostics, "constraint_name", None) == UNIQUE_CONSTRAINT
+
+
+def remember_once(
+    *,
+    user: User,
+    mode: Mode,
+    items: Sequence[NewMemory],
+    actor: Actor,
+    embedder: Embedder,
+    idempotency: IdempotencyKey,
+    request: Any,
+    agent_id: UUID | None = None,
+) -> Remembered:
+    """Remember the items, unless this idempotency key already wrote them: then return those.
+
+    `request` is the JSON form of what was asked (items, batch or not); a retry must ask the
+    same for the same user and mode. Raises IdempotencyKeyReusedError (the key came with
+    another request), ConflictError (what it wrote was deleted since) and remember_many's errors.
+    """
+    claim = IdempotentWrite(
+        owner=idempotency.owner,
+        key_digest=hashlib.sha256(idempotency.key.encode()).hexdigest(),
+        user=user,
+        mode=mode,
+        request_digest=_request_digest(user, request),
+    )
+    earlier = _replay(claim=claim, user=user, mode=mode, actor=actor)
+    if earlier is not None:
+        return earlier
+    try:
+        rows = remember_many(
+            user=user,
+            mode=mode,
+            items=items,
+            actor=actor,
+            embedder=embedder,
+            agent_id=agent_id,
+            idempotent_write=claim,
+        )
+    except IntegrityError as error:
+        if not _is_key_taken(error):
+            raise
+        # A concurrent request with this key took it while this one was writing; its write
+        # stands and this one rolled back whole.
+        earlier = _replay(claim=claim, user=user, mode=mode, actor=actor)
+        if earlier is None:
+            raise
+        return earlier
+    return Remembered(memories=rows, is_replay=False)

@@ -1,0 +1,179 @@
+"""Retries are safe: a retried write returns the first one, and racing writes keep one current fact."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from memoryhub.models import Memory, MemoryKind, MemoryStatus
+from memoryhub.services.agents import rotate_agent_key
+from tests import factories
+
+# Single-valued slots and a "remember that" sentence filling each (applied as the message comes).
+SLOT_SENTENCES = {
+    "employer": ("Remember that I work at {}.", ["Acme", "Globex"]),
+    "location": ("Remember that I live in {}.", ["Lyon", "Porto"]),
+    "name": ("Remember that my name is {}.", ["Dana", "Robin"]),
+    "timezone": ("Remember that my timezone is {}.", ["CET", "PST"]),
+}
+
+
+def _race(calls):
+    """Run the calls at the same moment on two threads; return their results in order."""
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        barrier.wait(timeout=60)
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(run, calls))
+
+
+def _current_facts(user, mode):
+    return list(
+        Memory.objects.for_owner(user=user, mode=mode)
+        .filter(kind=MemoryKind.FACT, status=MemoryStatus.ACTIVE, valid_to__isnull=True)
+        .values_list("slot_hash", flat=True)
+    )
+
+
+def test_two_concurrent_writes_to_an_empty_slot_leave_one_current_fact(world):
+    carol = factories.make_user(workspace=world.workspace, external_id="carol")
+    http = world.agent_http
+    for user in (world.alice, world.bob, carol):
+        for sentence, values in SLOT_SENTENCES.values():
+            sessions = [http.post("/sessions", {"user": user.external_id}).json() for _ in values]
+
+            def say(session, value, sentence=sentence):
+                body = {"role": "user", "content": sentence.format(value)}
+                return lambda: http.post(f"/sessions/{session['id']}/messages", body)
+
+            responses = _race([say(s, v) for s, v in zip(sessions, values, strict=True)])
+            assert [r.status_code for r in responses] == [201, 201]
+            assert all(r.json()["applied_memory_ids"] for r in responses)
+        slots = _current_facts(user, factories.mode_of(user))
+        # One current value per slot: the later write superseded the earlier (or holds it as
+        # a conflict for the user to settle), never two current values side by side.
+        assert sorted(slots) == sorted(set(slots))
+        assert len(slots) == len(SLOT_SENTENCES)
+
+
+def test_concurrent_writes_to_the_same_slot_of_two_modes_each_stay_current(world):
+    http = world.agent_http
+    sessions = [
+        http.post("/sessions", {"user": "alice", "mode": m}).json() for m in ("personal", "work")
+    ]
+
+    def say(session, value):
+        body = {"role": "user", "content": f"Remember that I work at {value}."}
+        return lambda: http.post(f"/sessions/{session['id']}/messages", body)
+
+    _race([say(sessions[0], "Acme"), say(sessions[1], "Globex")])
+    for mode in ("personal", "work"):
+        facts = http.get("/profile", user="alice", mode=mode).json()["facts"]
+        assert len(facts) == 1
+
+
+def _remember(http, key="k-1", **fields):
+    body = {"user": "alice", "kind": "fact", "content": "Works at Acme", "idempotency_key": key}
+    return http.post("/memories", {**body, **fields})
+
+
+def _count(user):
+    return Memory.objects.for_owner(user=user, mode=None).count()
+
+
+def test_a_retry_with_the_same_idempotency_key_returns_the_first_write(world):
+    first = _remember(world.agent_http)
+    retry = _remember(world.agent_http)
+    assert (first.status_code, retry.status_code) == (201, 200)
+    assert retry.json() == first.json()
+    # The user named by UUID instead of external id is the same request.
+    by_uuid = _remember(world.agent_http, user=str(world.alice.pk))
+    assert (by_uuid.status_code, by_uuid.json()["id"]) == (200, first.json()["id"])
+    assert _count(world.alice) == 1
+
+
+def test_a_retried_batch_returns_the_first_batch(world):
+    body = {
+        "user": "alice",
+        "idempotency_key": "batch-1",
+        "items": [
+            {"kind": "fact", "content": "Has a dog named Rex"},
+            {"kind": "preference", "content": "Likes jazz"},
+        ],
+    }
+    first = world.agent_http.post("/memories/batch", body)
+    retry = world.agent_http.post("/memories/batch", body)
+    assert (first.status_code, retry.status_code) == (201, 200)
+    assert [m["id"] for m in retry.json()["items"]] == [m["id"] for m in first.json()["items"]]
+    assert _count(world.alice) == 2
+
+
+def test_without_an_idempotency_key_every_write_is_new(world):
+    body = {"user": "alice", "kind": "fact", "content": "Works at Acme"}
+    statuses = [world.agent_http.post("/memories", body).status_code for _ in range(2)]
+    assert statuses == [201, 201]
+    assert _count(world.alice) == 2
+
+
+def test_the_same_key_with_another_request_is_422_and_writes_nothing(world):
+    http = world.agent_http
+    assert _remember(http).status_code == 201
+    batch = {"user": "alice", "idempotency_key": "k-1", "items": [{"kind": "fact", "content": "x"}]}
+    refused = [
+        _remember(http, content="Works at Globex"),  # Another body.
+        _remember(http, importance="high"),
+        _remember(http, user="bob"),  # Another user.
+        _remember(http, mode="work"),  # Another mode.
+        http.post("/memories/batch", batch),  # A batch under a single write's key.
+    ]
+    for response in refused:
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "idempotency_key_reused"
+        assert "Acme" not in response.text
+    assert _count(world.alice) == 1
+    assert _count(world.bob) == 0
+
+
+def test_another_agent_key_owner_or_workspace_has_its_own_idempotency_keys(world):
+    first = _remember(world.agent_http).json()
+    for http in (world.other_agent_http, world.alice_http):
+        response = _remember(http)
+        assert response.status_code == 201
+        assert response.json()["id"] != first["id"]
+    stranger = _remember(world.stranger_http)
+    assert (stranger.status_code, stranger.json()["code"]) == (404, "not_found")
+    assert _count(world.alice) == 3
+
+
+def test_an_agents_rotated_key_keeps_its_idempotency_keys(world):
+    first = _remember(world.agent_http).json()
+    world.agent_http.key = rotate_agent_key(agent=world.agent).raw_key
+    retry = _remember(world.agent_http)
+    assert (retry.status_code, retry.json()["id"]) == (200, first["id"])
+
+
+def test_a_retry_never_brings_back_what_was_forgotten(world):
+    first = _remember(world.agent_http).json()
+    world.alice_http.post("/forget", {"user": "alice", "memory_ids": [first["id"]]})
+    retry = _remember(world.agent_http)
+    assert (retry.status_code, retry.json()["code"]) == (409, "conflict")
+    assert _count(world.alice) == 0
+
+
+def test_an_idempotency_key_on_a_batch_item_is_422(world):
+    item = {"kind": "fact", "content": "x", "idempotency_key": "k"}
+    response = world.agent_http.post("/memories/batch", {"user": "alice", "items": [item]})
+    assert (response.status_code, response.json()["code"]) == (422, "invalid_input")
+    assert "batch" in response.json()["detail"]
+
+
+def test_concurrent_retries_with_one_key_write_once(world):
+    for round_number in range(4):
+        key = f"race-{round_number}"
+        responses = _race([lambda key=key: _remember(world.agent_http, key=key)] * 2)
+        assert sorted(r.status_code for r in responses) == [200, 201]
+        assert responses[0].json()["id"] == responses[1].json()["id"]
+    assert _count(world.alice) == 4
