@@ -1,4 +1,4 @@
-"""The access-audit filter form: user, actor, action, channel and period."""
+"""The access-audit filter form: user, mode, actor, action, channel and period."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ class AuditFilterForm(forms.Form):
         max_length=254,
         help_text="Email, user id, or the pseudonym of a deleted account.",
     )
+    mode = forms.SlugField(
+        required=False,
+        max_length=64,
+        help_text="A mode's slug, with a user: the log holds only a pseudonym of each mode.",
+    )
     actor_type = forms.ChoiceField(
         required=False, choices=_blank_first(ActorType.choices), label="Actor type"
     )
@@ -40,6 +45,8 @@ class AuditFilterForm(forms.Form):
         since, until = (cleaned or {}).get("since"), (cleaned or {}).get("until")
         if since and until and since > until:
             self.add_error("until", "The end of the period must not be before its start.")
+        if (cleaned or {}).get("mode") and not (cleaned or {}).get("user"):
+            self.add_error("mode", "Name a user too: modes belong to one user.")
         return cleaned
 
     def to_filter(self) -> AuditFilter:
@@ -49,6 +56,7 @@ class AuditFilterForm(forms.Form):
         until = data.get("until")
         return AuditFilter(
             user=data.get("user") or "",
+            mode=data.get("mode") or "",
             actor_type=data.get("actor_type") or "",
             actor_id=data.get("actor_id") or "",
             action=data.get("action") or "",

@@ -11,9 +11,14 @@ from django.core.paginator import Paginator
 
 from memoryhub.actors import Actor
 from memoryhub.keyring import cipher_for
-from memoryhub.models import ActorType, ApiKey, AuditEntry, User
+from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
 from memoryhub.queries.memories import MEMORY_TABLE, memories_of
-from memoryhub.services.audit import record_access, subject_pseudonym
+from memoryhub.services.audit import (
+    is_mode_pseudonym,
+    mode_pseudonym,
+    record_access,
+    subject_pseudonym,
+)
 
 ACTOR_WORDS: dict[str, str] = {
     ActorType.USER: "You",
@@ -114,6 +119,13 @@ def _item_names(user: User, rows: list[AuditEntry]) -> dict[UUID, str]:
     }
 
 
+def _mode_slug(stored: str, slugs: Mapping[str, str]) -> str:
+    """The slug an audit row's mode stands for; "" for a mode deleted since."""
+    if is_mode_pseudonym(stored):
+        return slugs.get(stored, "")
+    return stored  # Written before modes were pseudonymised: the slug itself.
+
+
 def _is_kept(object_id: str, kept: Mapping[UUID, object]) -> bool:
     try:
         return UUID(object_id) in kept
@@ -130,7 +142,8 @@ def list_access_entries(
     decrypting them for the user writes an audit row of its own.
     """
     # The subject column is a keyed pseudonym: this filter is the only way to find the rows.
-    entries = AuditEntry.objects.filter(subject=subject_pseudonym(user.pk)).order_by("-id")
+    subject = subject_pseudonym(user.pk)
+    entries = AuditEntry.objects.filter(subject=subject).order_by("-id")
     if not include_mine:
         entries = entries.exclude(actor_type=ActorType.USER)
     paginator = Paginator(entries, per_page)
@@ -148,6 +161,11 @@ def list_access_entries(
         ).values_list("pk", "name")
     }
     names = _item_names(user, rows)
+    # Rows hold a pseudonym of the mode; the user's own modes turn it back into the slug.
+    slugs = {
+        mode_pseudonym(subject, slug): slug
+        for slug in Mode.objects.filter(user=user).values_list("slug", flat=True)
+    }
     if names:
         record_access(
             actor=actor, subject_user_id=user.pk, action="access_log.view", object_ids=list(names)
@@ -159,7 +177,7 @@ def list_access_entries(
                 actor_type=row.actor_type,
                 who=_who(row, key_names),
                 action=row.action,
-                mode=row.mode,
+                mode=_mode_slug(row.mode, slugs),
                 channel=row.channel,
                 item_count=len(row.object_ids),
                 item_names=tuple(names[UUID(i)] for i in row.object_ids if _is_kept(i, names))[

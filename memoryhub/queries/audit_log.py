@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry, User
-from memoryhub.services.audit import record_access, subject_pseudonym
+from memoryhub.services.audit import mode_pseudonym, record_access, subject_pseudonym
 
 PSEUDONYM_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 CSV_COLUMNS = (
@@ -38,9 +38,13 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 @dataclass(frozen=True)
 class AuditFilter:
-    """Criteria combined with AND; `user` is an email, a user id or a subject pseudonym."""
+    """Criteria combined with AND; `user` is an email, a user id or a subject pseudonym.
+
+    `mode` is a mode's slug and needs a user: rows hold a pseudonym of (user, mode).
+    """
 
     user: str = ""
+    mode: str = ""
     actor_type: str = ""
     actor_id: str = ""
     action: str = ""
@@ -70,9 +74,14 @@ def audit_entries(
     """Audit rows matching the filter, newest first; the admin's look is itself audited."""
     rows = AuditEntry.objects.order_by("-id")
     subject_user_id: UUID | None = None
+    subject: str | None = None
     if audit_filter.user.strip():
         subject_user_id, subject = _resolve_subject(audit_filter.user)
         rows = rows.filter(subject=subject) if subject else rows.none()
+    if audit_filter.mode.strip():
+        slug = audit_filter.mode.strip()
+        # Older rows hold the slug itself; newer ones its pseudonym, which needs the subject.
+        rows = rows.filter(mode__in=[slug, mode_pseudonym(subject, slug)] if subject else [slug])
     if audit_filter.actor_type:
         rows = rows.filter(actor_type=audit_filter.actor_type)
     if audit_filter.actor_id.strip():

@@ -40,11 +40,35 @@ HEAD_LOCK_POLL_SECONDS = 1.0
 HEAD_LOCK_POLL_INTERVAL = 0.01
 
 
+# Marks a stored mode as a pseudonym: no slug contains ":", so rows written before
+# pseudonyms (which hold the slug itself) are told apart.
+MODE_PSEUDONYM_PREFIX = "mode:"
+
+
 def subject_pseudonym(user_id: UUID | str) -> str:
     """The audit log's stable, keyed pseudonym for a user id."""
     return crypto.hmac_hex(settings.MEMORYHUB_AUDIT_KEY.encode(), f"subject:{user_id}".encode())[
         :32
     ]
+
+
+def mode_pseudonym(subject: str, slug: str) -> str:
+    """The audit log's keyed pseudonym for one mode of one subject ("" without a mode).
+
+    A custom mode's name is personal ("divorce", "job-hunt"), so rows never hold it. It is
+    keyed by the subject pseudonym, not the user id: the user (their access log) and an admin
+    (filtering by user) can compute it, and so they still can after the account is deleted.
+    """
+    if not slug:
+        return ""
+    digest = crypto.hmac_hex(
+        settings.MEMORYHUB_AUDIT_KEY.encode(), f"mode:{subject}:{slug}".encode()
+    )
+    return f"{MODE_PSEUDONYM_PREFIX}{digest[:32]}"
+
+
+def is_mode_pseudonym(value: str) -> bool:
+    return value.startswith(MODE_PSEUDONYM_PREFIX)
 
 
 def _row_hash(entry: AuditEntry) -> str:
@@ -84,6 +108,9 @@ def record_access(
 ) -> AuditEntry:
     """Append one audit row chained to the previous row of its subject's chain.
 
+    `mode` is the mode's slug; the row stores its pseudonym (see mode_pseudonym). Rows written
+    before pseudonyms keep their slug, and their hash, as they are.
+
     Both locks are held to the end of the outermost transaction: the next append to the chain
     must see this row committed, or two rows would link to the same predecessor. The shared
     head lock comes first, so an append waiting behind verify_chain holds no chain lock. A
@@ -114,7 +141,7 @@ def record_access(
             chain=chain,
             action=action,
             object_ids=[str(o) for o in object_ids][:500],
-            mode=mode,
+            mode=mode_pseudonym(subject, mode),
             channel=actor.channel,
             client_ip=actor.client_ip,
             prev_hash=last or GENESIS_HASH,

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from memoryhub.models import AgentBlock, AuditEntry, Mode
 from memoryhub.services.agents import create_personal_key, revoke_key, rotate_agent_key
-from memoryhub.services.audit import subject_pseudonym
+from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from tests import factories
 
 
@@ -106,7 +106,7 @@ def test_every_access_is_audited_with_the_agent_the_api_channel_and_the_ip(api, 
     assert entry.channel == "api"
     assert entry.client_ip == "127.0.0.1"
     assert entry.subject == subject_pseudonym(user.pk)
-    assert entry.mode == "work"
+    assert entry.mode == mode_pseudonym(subject_pseudonym(user.pk), "work")
 
 
 def test_past_the_rate_limit_a_key_gets_429_with_retry_after(api, user, settings):

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry, Memory, MemorySource
-from memoryhub.services.audit import subject_pseudonym
+from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.sessions import add_message, start_session
 from tests import factories
@@ -102,7 +102,8 @@ def test_the_preview_is_audited_with_the_items_shown(signed_in, user, recent_and
     row = AuditEntry.objects.filter(
         subject=subject_pseudonym(user.pk), action="forget.preview"
     ).get()
-    assert row.object_ids == [str(recent_and_old[0].pk)] and row.mode == "personal"
+    assert row.object_ids == [str(recent_and_old[0].pk)]
+    assert row.mode == mode_pseudonym(subject_pseudonym(user.pk), "personal")
 
 
 def _load_demo_like(user, mode, embedder):

@@ -9,6 +9,7 @@ from memoryhub.api.auth import authenticate_key
 from memoryhub.mcp.server import Caller, build_server
 from memoryhub.models import AgentBlock, AuditEntry
 from memoryhub.services.agents import revoke_key
+from memoryhub.services.audit import mode_pseudonym
 from tests import factories
 from tests.mcp.conftest import error_text, structured
 
@@ -58,7 +59,8 @@ def test_remember_then_list_then_profile_then_forget(world):
 def test_tool_calls_are_audited_with_the_mcp_channel_and_the_agent(world):
     _call(world["key"], ("get_profile", {"user": "alice", "mode": "work"}))
     entry = AuditEntry.objects.order_by("-id").first()
-    assert (entry.action, entry.channel, entry.mode) == ("profile.read", "mcp", "work")
+    assert (entry.action, entry.channel) == ("profile.read", "mcp")
+    assert entry.mode == mode_pseudonym(entry.subject, "work")
     assert entry.actor_id == str(world["agent"].pk)
     assert entry.client_ip == "10.0.0.7"
 

@@ -20,6 +20,7 @@ from memoryhub.queries.memories import get_memory, list_memories
 from memoryhub.services.audit import (
     GENESIS_HASH,
     ChainHead,
+    mode_pseudonym,
     record_access,
     subject_pseudonym,
     verify_chain,
@@ -35,7 +36,7 @@ def test_reading_a_memory_writes_an_audit_row(user, personal, embedder):
     assert entry.actor_type == "agent"
     assert entry.actor_id == "agent-1"
     assert entry.channel == "api"
-    assert entry.mode == "personal"
+    assert entry.mode == mode_pseudonym(subject_pseudonym(user.pk), "personal")
     assert entry.object_ids == [str(memory.id)]
     assert entry.client_ip == "127.0.0.1"
     assert entry.subject == subject_pseudonym(user.pk)

@@ -10,7 +10,7 @@ import time_machine
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import AuditEntry, Memory, MemoryVersion, Message, Session
 from memoryhub.queries.memories import list_memories, list_versions
-from memoryhub.services.audit import subject_pseudonym
+from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.forget import ForgetSelector, forget
 from memoryhub.services.memories import edit_memory
 from tests.factories import make_memory
@@ -262,7 +262,7 @@ def test_forget_writes_one_audit_row_with_the_ids(user, personal, embedder, syst
     assert entry.action == "memory.forget"
     assert entry.object_ids == [str(memory.pk)]
     assert entry.subject == subject_pseudonym(user.pk)
-    assert entry.mode == "personal"
+    assert entry.mode == mode_pseudonym(subject_pseudonym(user.pk), "personal")
 
 
 @pytest.mark.parametrize(
