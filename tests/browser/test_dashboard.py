@@ -119,4 +119,4 @@ def test_the_dashboard_reads_at_phone_width(page, log_in, memories, artifacts):
     page.screenshot(path=str(artifacts / "dashboard-phone.png"), full_page=True)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
-    assert card(page, memories["lyon"]).get_by_role("button", name="Delete").is_visible()
+    assert card(page, memories["lyon"]).get_by_role("link", name="Delete").is_visible()
