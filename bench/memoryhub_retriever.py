@@ -8,10 +8,12 @@ conversation becomes one user holding both speakers; each turn one memory writte
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID, uuid4
 
 import numpy as np
+from django.utils import timezone
 from numpy.typing import NDArray
 
 from memoryhub.actors import Actor
@@ -83,14 +85,22 @@ class MemoryHubRetriever:
         mode = ensure_mode(user=user, slug="personal")
         self.scopes[conversation.id] = (user, mode)
         turns = conversation.turns
+        # Remembered in the order they were said, as an agent storing a dialog would: the
+        # neighbours of a turn in the ranking are the turns before and after it.
+        told_at = timezone.now()
         for start in range(0, len(turns), self.batch_size):
             batch = turns[start : start + self.batch_size]
             rows = remember_many(
                 user=user,
                 mode=mode,
                 items=[
-                    NewMemory(kind=TURN_KIND, content=turn.text, occurred_at=turn.occurred_at)
-                    for turn in batch
+                    NewMemory(
+                        kind=TURN_KIND,
+                        content=turn.text,
+                        occurred_at=turn.occurred_at,
+                        created_at=told_at + timedelta(milliseconds=start + offset),
+                    )
+                    for offset, turn in enumerate(batch)
                 ],
                 actor=self.actor,
                 embedder=self.embedder,

@@ -39,6 +39,14 @@ from memoryhub.services.memories import is_memory_in_use
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.35
+# A memory told just before or after a better match is lifted this share of the way toward
+# that neighbour's score, and this share toward the best match among the memories told with it
+# (its session): the answer is often the turn beside the one that matches the question's words.
+NEIGHBOUR_LIFT = 0.3
+GROUP_LIFT = 0.3
+# Taken off each further memory of the same group, so a ranking spans several sessions (a
+# question about someone's hobbies has its answers in many).
+GROUP_SPREAD = 0.0
 # At most this much is taken off a memory nobody has learnt or used for many half-lives.
 STALENESS_PENALTY = 0.10
 IMPORTANCE_BONUS: dict[str, float] = {
@@ -173,7 +181,15 @@ def ranking_query(
     candidate_sql, candidate_params = (
         scoped.annotate(distance=CosineDistance("embedding", list(query_vector)))
         .values(
-            "id", "distance", "blind_tokens", "kind", "importance", "created_at", "last_accessed_at"
+            "id",
+            "distance",
+            "blind_tokens",
+            "kind",
+            "importance",
+            "created_at",
+            "last_accessed_at",
+            "session_id",
+            "occurred_at",
         )
         .query.sql_with_params()
     )
@@ -214,6 +230,10 @@ def ranking_query(
         scored AS (
             SELECT
                 c.id,
+                c.created_at,
+                -- The memories told together: a session's, else those dated the same moment
+                -- (one remember_many of a conversation); a memory with neither stands alone.
+                coalesce(c.session_id::text, c.occurred_at::text, c.id::text) AS grp,
                 coalesce(1 - c.distance, 0) AS cosine,
                 coalesce(l.lexical, 0) AS lexical,
                 -- float8 throughout: numeric power() would cost more than the whole ranking.
@@ -226,10 +246,30 @@ def ranking_query(
                 ({bonus_sql})::float8 AS bonus
             FROM candidates c LEFT JOIN lexical l ON l.id = c.id
         ),
-        top AS (
-            SELECT id, cosine + %s * lexical - %s * (1 - freshness) + bonus AS score,
-                cosine, lexical, freshness
+        own AS (
+            SELECT id, created_at, grp, cosine, lexical, freshness,
+                cosine + %s * lexical - %s * (1 - freshness) + bonus AS own
             FROM scored
+        ),
+        told AS (
+            SELECT id, grp, cosine, lexical, freshness, own,
+                greatest(lag(own) OVER turns, lead(own) OVER turns) AS neighbour,
+                max(own) OVER (PARTITION BY grp) AS group_best
+            FROM own
+            WINDOW turns AS (PARTITION BY grp ORDER BY created_at, id)
+        ),
+        lifted AS (
+            SELECT id, grp, cosine, lexical, freshness, own
+                + %s * greatest(0, coalesce(neighbour, own) - own)
+                + %s * (group_best - own) AS lifted
+            FROM told
+        ),
+        top AS (
+            SELECT id, lifted
+                - %s * (row_number() OVER (PARTITION BY grp ORDER BY lifted DESC, id) - 1)
+                AS score,
+                cosine, lexical, freshness
+            FROM lifted
             ORDER BY score DESC, id
             LIMIT %s
         )
@@ -248,6 +288,9 @@ def ranking_query(
         *bonus_params,
         LEXICAL_WEIGHT,
         STALENESS_PENALTY,
+        NEIGHBOUR_LIFT,
+        GROUP_LIFT,
+        GROUP_SPREAD,
         k,
     ]
     return sql, params

@@ -376,3 +376,63 @@ def test_migration_0007_brings_an_old_toasted_embedding_back_into_its_row(
         assert cursor.fetchone()[0] is None
     after = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk).embedding
     assert list(after) == list(before)
+
+
+def _told_in_order(user, personal, embedder, actor, occurred_at, *contents):
+    # A dialog remembered turn by turn: same moment told, created one after another.
+    start = timezone.now()
+    items = [
+        NewMemory(
+            kind="episode",
+            content=content,
+            occurred_at=occurred_at,
+            created_at=start + timedelta(milliseconds=number),
+        )
+        for number, content in enumerate(contents)
+    ]
+    return remember_many(user=user, mode=personal, items=items, actor=actor, embedder=embedder)
+
+
+def test_the_turn_after_a_matching_question_is_recalled_with_it(
+    user, personal, embedder, system_actor
+):
+    # The answer ("Lisbon, in May") shares no word and little meaning with the question; the
+    # turn before it does. Neighbours lift it above an unrelated memory told elsewhere.
+    _told_in_order(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        datetime(2024, 5, 2, tzinfo=UTC),
+        "Bob: Where are you going for your holiday trip this year?",
+        "Alice: Lisbon, in May.",
+    )
+    _told_in_order(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        datetime(2024, 9, 9, tzinfo=UTC),
+        "Alice: The dentist appointment moved to Friday.",
+    )
+    with_neighbours = _search(
+        user, personal, "Where is Alice going for her holiday trip?", embedder, system_actor
+    )
+    contents = [item.content for item in with_neighbours]
+    assert contents.index("Alice: Lisbon, in May.") < contents.index(
+        "Alice: The dentist appointment moved to Friday."
+    )
+    answer = next(i for i in with_neighbours if i.content == "Alice: Lisbon, in May.")
+    # The lift is part of the score, not a separate ranking: the answer's score exceeds its
+    # own blend of cosine and words.
+    assert answer.score > answer.extra["cosine"] + 0.35 * answer.extra["lexical"]
+
+
+def test_memories_told_apart_do_not_lift_each_other(user, personal, embedder, system_actor):
+    # No session and no common moment: each memory stands alone, scored on its own.
+    _remember(user, personal, embedder, system_actor, "Bob asked where Alice goes on holiday.")
+    _remember(user, personal, embedder, system_actor, "Lisbon, in May.")
+    items = _search(user, personal, "Where does Alice go on holiday?", embedder, system_actor)
+    lone = next(i for i in items if i.content == "Lisbon, in May.")
+    own = lone.extra["cosine"] + 0.35 * lone.extra["lexical"] - 0.10 * (1 - lone.extra["freshness"])
+    assert math.isclose(lone.score, own, abs_tol=1e-5)
