@@ -160,17 +160,29 @@ class MemoryHubClient:
         mode: str = DEFAULT_MODE,
         importance: str = "normal",
         payload: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> Memory:
-        """Remember one item about the user."""
+        """Remember one item about the user.
+
+        Send the same `idempotency_key` when retrying: the retry returns the first write.
+        """
         body = {"user": user, "mode": mode, "kind": kind, "content": content}
-        body |= _without_none({"importance": importance, "payload": payload})
+        body |= _without_none(
+            {"importance": importance, "payload": payload, "idempotency_key": idempotency_key}
+        )
         return Memory.of(self.request("POST", "/memories", body=body))
 
     def remember_many(
-        self, user: str, items: list[dict[str, Any]], *, mode: str = DEFAULT_MODE
+        self,
+        user: str,
+        items: list[dict[str, Any]],
+        *,
+        mode: str = DEFAULT_MODE,
+        idempotency_key: str | None = None,
     ) -> list[Memory]:
-        """Remember several items at once: all of them or none."""
+        """Remember several items at once: all of them or none (one idempotency key for all)."""
         body = {"user": user, "mode": mode, "items": items}
+        body |= _without_none({"idempotency_key": idempotency_key})
         return [Memory.of(m) for m in self.request("POST", "/memories/batch", body=body)["items"]]
 
     def list_memories(

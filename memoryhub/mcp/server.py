@@ -19,6 +19,7 @@ from memoryhub.api.auth import Scope, scope_for_key
 from memoryhub.api.recall import ContextIn, SearchIn
 from memoryhub.api.schemas import (
     ForgetIn,
+    IdempotencyKeyText,
     ImportanceName,
     KindName,
     MemoryFields,
@@ -96,11 +97,21 @@ def build_server(caller_source: CallerSource) -> MCPServer:
         mode: ModeSlug = "personal",
         importance: ImportanceName = "normal",
         payload: dict[str, Any] | None = None,
+        idempotency_key: IdempotencyKeyText | None = None,
     ) -> dict[str, Any]:
-        """Remember one durable item about the user: a fact, preference, procedure, open item…"""
+        """Remember one durable item about the user: a fact, preference, procedure, open item…
+
+        Retrying? Send the same idempotency_key: the retry returns the first write.
+        """
         fields = MemoryFields(kind=kind, content=content, importance=importance, payload=payload)
         scope = scope_of(ctx, user, mode)
-        items = memory_api.remember_items(scope, [fields], embedder=default_embedder())
+        items, _ = memory_api.remember_items_once(
+            scope,
+            [fields],
+            embedder=default_embedder(),
+            idempotency_key=idempotency_key,
+            is_batch=False,
+        )
         return _dump(items[0])
 
     @server.tool()

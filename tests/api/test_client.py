@@ -51,3 +51,21 @@ def test_error_answers_become_api_errors(hub, live_server):
     with pytest.raises(ApiError) as unauthenticated:
         MemoryHubClient(live_server.url, "mh_wrong").profile("nobody")
     assert unauthenticated.value.status == 401
+
+
+def test_remember_with_an_idempotency_key_returns_the_first_write_on_a_retry(hub):
+    hub.create_user("u-1")
+    first = hub.remember("u-1", "Dana lives in Lyon", idempotency_key="write-1")
+    retry = hub.remember("u-1", "Dana lives in Lyon", idempotency_key="write-1")
+    assert retry.id == first.id
+    batch = hub.remember_many(
+        "u-1", [{"kind": "preference", "content": "Dana likes tea"}], idempotency_key="write-2"
+    )
+    batch_retry = hub.remember_many(
+        "u-1", [{"kind": "preference", "content": "Dana likes tea"}], idempotency_key="write-2"
+    )
+    assert [m.id for m in batch_retry] == [m.id for m in batch]
+    assert len(hub.list_memories("u-1").items) == 2
+    with pytest.raises(ApiError) as reused:
+        hub.remember("u-1", "Dana lives in Porto", idempotency_key="write-1")
+    assert (reused.value.status, reused.value.code) == (422, "idempotency_key_reused")

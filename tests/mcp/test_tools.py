@@ -143,3 +143,14 @@ def test_recall_search_episodes_and_get_context_use_the_read_path(world, embedde
     assert str(peanuts.pk) in {i for block in blocks for i in block["memory_ids"]}
     actions = set(AuditEntry.objects.filter(channel="mcp").values_list("action", flat=True))
     assert "memory.search" in actions
+
+
+def test_remember_with_an_idempotency_key_returns_the_first_write_on_a_retry(world):
+    call = ("remember", {"user": "alice", "kind": "fact", "content": "x", "idempotency_key": "k"})
+    first, retry = _call(world["key"], call, call)
+    assert structured(retry)["id"] == structured(first)["id"]
+    changed = ("remember", {**call[1], "content": "y"})
+    (reused,) = _call(world["key"], changed)
+    assert error_text(reused).startswith("idempotency_key_reused")
+    (listed,) = _call(world["key"], ("list_memories", {"user": "alice"}))
+    assert [m["id"] for m in structured(listed)["items"]] == [structured(first)["id"]]
