@@ -9,14 +9,17 @@ from functools import cache
 from typing import Any
 from uuid import UUID
 
+from django.apps import apps
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from memoryhub import crypto
 from memoryhub.errors import KeyDestroyedError
-from memoryhub.models import User, UserKey
+from memoryhub.models import JournalEntry, Memory, Session, User, UserKey
 
 TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
+# Models of other apps whose rows hold ciphertext under a user's data key (by "app.Model").
+SEALED_ELSEWHERE = ("review.AnswerRecord", "review.LearningCandidate")
 
 
 @cache
@@ -82,7 +85,25 @@ class UserCipher:
         return crypto.keyed_digest(key, crypto.normalise_token(slot.strip()), length=32)
 
 
+def has_sealed_data(user_id: UUID) -> bool:
+    """Whether any row holds ciphertext under this user's data key."""
+    # Messages and versions hang off sessions and memories: those two stand for them.
+    sealed = [
+        Memory.all_owners.filter(user_id=user_id),
+        Session.objects.filter(user_id=user_id),
+        JournalEntry.objects.filter(user_id=user_id),
+        *(apps.get_model(label).objects.filter(user_id=user_id) for label in SEALED_ELSEWHERE),
+    ]
+    return any(rows.exists() for rows in sealed)
+
+
 def _create_key(user_id: UUID) -> bytes:
+    # Security invariant: a missing key for existing data is an error, never a fresh key. A
+    # fresh key would open nothing of the old data, yet new writes under it would sit next to
+    # unreadable rows: the user half shredded. Account deletion is atomic, so this only
+    # happens when a key was lost or destroyed out of band.
+    if has_sealed_data(user_id):
+        raise KeyDestroyedError("this user's data key is missing although their data exists")
     newest = master_keys()[0]
     data_key = crypto.generate_data_key()
     try:
@@ -114,7 +135,11 @@ def _load_key(user_id: UUID) -> bytes:
 
 
 def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
-    """The user's cipher; creates the data key on first use unless `create` is False."""
+    """The user's cipher; creates the data key on first use unless `create` is False.
+
+    Raises KeyDestroyedError when the key is missing and `create` is False, or when it is
+    missing although ciphertext of the user exists (never a fresh key for old data).
+    """
     user_id = user.pk if isinstance(user, User) else user
     # One query on the hot path (every read decrypts): load the row, create only when missing.
     row = UserKey.objects.filter(user_id=user_id).first()

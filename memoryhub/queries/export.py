@@ -30,6 +30,7 @@ from memoryhub.replicas import read_for_user
 from memoryhub.services.audit import record_access
 from memoryhub.services.ingest import MESSAGE_TABLE
 from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
+from review.export import export_answers, export_candidates
 
 EXPORT_FORMAT = "memoryhub-export/1"
 
@@ -180,6 +181,8 @@ def _document(user: User, cipher: UserCipher, using: str) -> dict[str, Any]:
     memories = _memories(user, cipher, using)
     sessions = _sessions(user, cipher, using)
     journal = _journal(user, cipher, using)
+    answers = export_answers(user, cipher, using)
+    candidates = export_candidates(user, cipher, using)
     modes = list(Mode.objects.using(using).filter(user=user))
     return {
         "format": EXPORT_FORMAT,
@@ -200,6 +203,8 @@ def _document(user: User, cipher: UserCipher, using: str) -> dict[str, Any]:
                 "memories": memories.get(mode.pk, []),
                 "sessions": sessions.get(mode.pk, []),
                 "agent_journal": journal.get(mode.pk, []),
+                "answers": answers.get(mode.pk, []),
+                "review_candidates": candidates.get(mode.pk, []),
             }
             for mode in modes
         ],

@@ -50,9 +50,11 @@ __all__ = [
 ]
 
 # Apps that keep data derived from memories (review candidates, graph nodes) expose a purge
-# function here: `fn(*, user, mode, memory_ids, message_ids) -> Mapping[str, int]` (counts
-# by kind; mode is None for account deletion). A module that does not exist yet is skipped;
-# one that exists is always called, inside the forget's transaction.
+# function here: `fn(*, user, mode, memory_ids, message_ids, selector, embedder) ->
+# Mapping[str, int]` (counts by kind; mode and selector are None for account deletion). Besides
+# what was built on the forgotten memories and messages, a purger deletes its own rows that the
+# selector picks (period, topic, query). A module that does not exist yet is skipped; one that
+# exists is always called, in order, inside the forget's transaction.
 DERIVED_DATA_PURGERS: tuple[str, ...] = (
     "review.services.forget_user_data",
     "memoryhub.services.graph.forget_user_data",
@@ -91,12 +93,24 @@ def _purgers() -> list[Callable[..., Mapping[str, int]]]:
 
 
 def _purge_derived_data(
-    *, user: User, mode: Mode | None, memory_ids: Iterable[UUID], message_ids: Iterable[UUID]
+    *,
+    user: User,
+    mode: Mode | None,
+    memory_ids: Iterable[UUID],
+    message_ids: Iterable[UUID],
+    selector: ForgetSelector | None,
+    embedder: Embedder | None,
 ) -> dict[str, int]:
     counts: dict[str, int] = {}
+    memory_ids, message_ids = tuple(memory_ids), tuple(message_ids)
     for purge in _purgers():
         result = purge(
-            user=user, mode=mode, memory_ids=tuple(memory_ids), message_ids=tuple(message_ids)
+            user=user,
+            mode=mode,
+            memory_ids=memory_ids,
+            message_ids=message_ids,
+            selector=selector,
+            embedder=embedder,
         )
         for kind, count in (result or {}).items():
             _add(counts, kind, count)
@@ -115,9 +129,12 @@ def forget(
     selector: ForgetSelector,
     actor: Actor,
     embedder: Embedder | None = None,
+    action: str = "memory.forget",
 ) -> DeletionReceipt:
     """Delete for good what the selector picks in this mode, and what was derived from it.
 
+    Every deletion of memory goes through here (forget, DELETE /memories/{id}, delete-all of a
+    mode, retention), so what was derived from the deleted rows never outlives them.
     Raises InvalidInputError for an empty or malformed selector.
     """
     cipher = cipher_for(user)
@@ -128,12 +145,14 @@ def forget(
             user=user, mode=mode, selector=selector, cipher=cipher, embedder=embedder
         )
         cascade(user=user, mode=mode, plan=plan, cipher=cipher)
-        receipt = _apply(user=user, mode=mode, plan=plan, cipher=cipher, embedder=embedder)
+        receipt = _apply(
+            user=user, mode=mode, plan=plan, cipher=cipher, embedder=embedder, selector=selector
+        )
         note_write(user.pk)
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.forget",
+            action=action,
             object_ids=[*receipt.memory_ids, *sorted(plan.message_ids)],
             mode=mode.slug,
         )
@@ -141,14 +160,26 @@ def forget(
 
 
 def _apply(
-    *, user: User, mode: Mode, plan: ForgetPlan, cipher: UserCipher, embedder: Embedder
+    *,
+    user: User,
+    mode: Mode,
+    plan: ForgetPlan,
+    cipher: UserCipher,
+    embedder: Embedder,
+    selector: ForgetSelector,
 ) -> DeletionReceipt:
     counts: dict[str, int] = {}
     scoped = Memory.objects.for_owner(user=user, mode=mode)
     for kind in scoped.filter(pk__in=plan.memory_ids).values_list("kind", flat=True):
         _add(counts, kind, 1)
+    # Explicit ids name memories only: then only what was built on them goes.
     purged = _purge_derived_data(
-        user=user, mode=mode, memory_ids=plan.memory_ids, message_ids=plan.message_ids
+        user=user,
+        mode=mode,
+        memory_ids=plan.memory_ids,
+        message_ids=plan.message_ids,
+        selector=None if selector.memory_ids else selector,
+        embedder=embedder,
     )
     for kind, count in purged.items():
         _add(counts, kind, count)
@@ -197,21 +228,24 @@ def _apply(
 
 
 def delete_account(*, user: User, actor: Actor) -> None:
-    """Erase a user: destroy the data key first (crypto-shred), then every row of theirs.
+    """Erase a user in one atomic step: their data key (crypto-shred), then every row of theirs.
 
-    Call it outside any open transaction: the key must be gone for good even if deleting
-    the rows fails halfway.
+    All or nothing: were the key destroyed in a step of its own, a failure after it would leave
+    a user without a key, and with rows no key opens (see keyring.cipher_for).
     """
     user_id = user.pk
     with transaction.atomic():
+        # Lock the user first: a concurrent write for them waits, then finds them gone.
+        User.objects.select_for_update().filter(pk=user_id).first()
         destroy_user_key(user)
-    with transaction.atomic():
         memories = Memory.objects.for_owner(user=user, mode=None)
         _purge_derived_data(
             user=user,
             mode=None,
             memory_ids=memories.values_list("pk", flat=True),
             message_ids=Message.objects.filter(session__user=user).values_list("pk", flat=True),
+            selector=None,
+            embedder=None,
         )
         memories.delete()
         Session.objects.filter(user=user).delete()
@@ -219,6 +253,7 @@ def delete_account(*, user: User, actor: Actor) -> None:
         ApiKey.objects.filter(user=user).delete()
         AgentBlock.objects.filter(user=user).delete()
         Mode.objects.filter(user=user).delete()
+        # The rest (email addresses, authenticators, write marks) goes by ON DELETE CASCADE.
         user.delete()
         # The user may be the actor: log them under the same pseudonym as the subject.
         if actor.actor_type == ActorType.USER and actor.actor_id == str(user_id):

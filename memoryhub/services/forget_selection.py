@@ -96,6 +96,29 @@ def _mentions(text: str, words: set[str]) -> bool:
     return words <= set(tokenize(text))
 
 
+def select_texts(
+    selector: ForgetSelector, texts: Mapping[UUID, str], embedder: Embedder | None
+) -> set[UUID]:
+    """The ids whose text the selector's topic and query pick; the period is the caller's filter.
+
+    For rows without a stored embedding (working memory, journal notes, versions, answers):
+    the texts are embedded here, so a forget by query reaches them too.
+    """
+    chosen = set(texts)
+    if selector.topic:
+        words = _topic_words(selector.topic)
+        chosen = {pk for pk in chosen if _mentions(texts[pk], words)}
+    if selector.query and embedder is not None and chosen:
+        ordered = sorted(chosen)
+        vectors = embedder.embed([selector.query, *(texts[pk] for pk in ordered)])
+        chosen = {
+            pk
+            for pk, vector in zip(ordered, vectors[1:], strict=True)
+            if _similarity(vectors[0], vector) >= QUERY_MIN_SIMILARITY
+        }
+    return chosen
+
+
 def _payload_mentions(payload: Mapping[str, Any], words: set[str]) -> bool:
     values: list[str] = []
     for key in ("topic", "topics", "tags", "theme"):
@@ -107,7 +130,8 @@ def _payload_mentions(payload: Mapping[str, Any], words: set[str]) -> bool:
     return any(_mentions(value, words) for value in values)
 
 
-def _in_window(column: str, selector: ForgetSelector) -> Q:
+def in_window(column: str, selector: ForgetSelector) -> Q:
+    """The selector's period as a filter on one date-time column (empty without a period)."""
     window = Q()
     if selector.since is not None:
         window &= Q(**{f"{column}__gte": selector.since})
@@ -126,7 +150,7 @@ def _select_memories(
     query_vector: list[float] | None,
 ) -> set[UUID]:
     memories = Memory.objects.for_owner(user=user, mode=mode).filter(
-        _in_window("created_at", selector)
+        in_window("created_at", selector)
     )
     if ids:
         memories = memories.filter(pk__in=ids)
@@ -176,7 +200,7 @@ def _select_messages(
     query_vector: list[float] | None,
 ) -> set[UUID]:
     messages = Message.objects.filter(session__user=user, session__mode=mode).filter(
-        _in_window("created_at", selector)
+        in_window("created_at", selector)
     )
     if query_vector is not None:
         messages = messages.annotate(distance=CosineDistance("embedding", query_vector)).filter(
@@ -208,7 +232,7 @@ def _select_working_memory(
     sessions = (
         Session.objects.for_owner(user=user, mode=mode)
         .exclude(working_memory_ciphertext=None)
-        .filter(_in_window("working_memory_updated_at", selector))
+        .filter(in_window("working_memory_updated_at", selector))
     )
     if not (selector.topic or selector.query):
         return set(sessions.values_list("pk", flat=True))
@@ -221,19 +245,7 @@ def _select_working_memory(
         )
         for session in sessions
     }
-    chosen = set(texts)
-    if selector.topic:
-        words = _topic_words(selector.topic)
-        chosen = {pk for pk in chosen if _mentions(texts[pk], words)}
-    if selector.query and embedder is not None and chosen:
-        ordered = sorted(chosen)
-        vectors = embedder.embed([selector.query, *(texts[pk] for pk in ordered)])
-        chosen = {
-            pk
-            for pk, vector in zip(ordered, vectors[1:], strict=True)
-            if _similarity(vectors[0], vector) >= QUERY_MIN_SIMILARITY
-        }
-    return chosen
+    return select_texts(selector, texts, embedder)
 
 
 def _similarity(a: Sequence[float], b: Sequence[float]) -> float:
@@ -242,26 +254,26 @@ def _similarity(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _select_journal(
-    *, user: User, mode: Mode, selector: ForgetSelector, cipher: UserCipher
+    *,
+    user: User,
+    mode: Mode,
+    selector: ForgetSelector,
+    cipher: UserCipher,
+    embedder: Embedder | None,
 ) -> set[UUID]:
-    """The agent's journal notes about the user (what it surfaced) in the period or topic."""
+    """The agent's journal notes about the user (what it surfaced) in the period, topic or query."""
     entries = JournalEntry.objects.filter(user=user, mode=mode).filter(
-        _in_window("created_at", selector)
+        in_window("created_at", selector)
     )
-    if not selector.topic:
-        # Journal notes have no embedding: a query alone leaves them alone.
-        return set() if selector.query else set(entries.values_list("pk", flat=True))
-    words = _topic_words(selector.topic)
-    return {
-        entry.pk
-        for entry in entries
-        if _mentions(
-            cipher.decrypt(
-                entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
-            ),
-            words,
+    if not (selector.topic or selector.query):
+        return set(entries.values_list("pk", flat=True))
+    texts = {
+        entry.pk: cipher.decrypt(
+            entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
         )
+        for entry in entries
     }
+    return select_texts(selector, texts, embedder)
 
 
 def _select_history(
@@ -280,27 +292,18 @@ def _select_history(
     if selector.since or selector.until:
         # An edit inside the period is forgotten by restoring the content from before it:
         # the oldest version written inside the period holds exactly that content.
-        for version in versions.filter(_in_window("created_at", selector)).order_by("-created_at"):
+        for version in versions.filter(in_window("created_at", selector)).order_by("-created_at"):
             plan.version_ids.add(version.pk)
             plan.restores[version.memory_id] = version
     if not (selector.topic or selector.query):
         return
-    candidates = list(versions.exclude(pk__in=plan.version_ids))
-    texts = [
-        cipher.decrypt(v.content_ciphertext, table=VERSION_TABLE, row_id=v.pk, field="content")
-        for v in candidates
-    ]
-    keep = [True] * len(candidates)
-    if selector.topic:
-        words = _topic_words(selector.topic)
-        keep = [k and _mentions(text, words) for k, text in zip(keep, texts, strict=True)]
-    if selector.query and embedder is not None and candidates:
-        vectors = embedder.embed([selector.query, *texts])
-        keep = [
-            k and _similarity(vectors[0], vector) >= QUERY_MIN_SIMILARITY
-            for k, vector in zip(keep, vectors[1:], strict=True)
-        ]
-    plan.version_ids.update(v.pk for v, k in zip(candidates, keep, strict=True) if k)
+    texts = {
+        v.pk: cipher.decrypt(
+            v.content_ciphertext, table=VERSION_TABLE, row_id=v.pk, field="content"
+        )
+        for v in versions.exclude(pk__in=plan.version_ids)
+    }
+    plan.version_ids.update(select_texts(selector, texts, embedder))
 
 
 def is_generated(memory: Memory, cipher: UserCipher, generator: str) -> bool:
@@ -340,10 +343,12 @@ def plan_forget(
     if selector.since or selector.until:
         plan.session_ids = set(
             Session.objects.for_owner(user=user, mode=mode)
-            .filter(_in_window("started_at", selector), ended_at__isnull=False)
+            .filter(in_window("started_at", selector), ended_at__isnull=False)
             .values_list("pk", flat=True)
         )
-    plan.journal_ids = _select_journal(user=user, mode=mode, selector=selector, cipher=cipher)
+    plan.journal_ids = _select_journal(
+        user=user, mode=mode, selector=selector, cipher=cipher, embedder=embedder
+    )
     _select_history(
         user=user, mode=mode, selector=selector, plan=plan, cipher=cipher, embedder=embedder
     )

@@ -376,13 +376,20 @@ def delete_memories(
     actor: Actor,
     action: str = "memory.delete",
 ) -> int:
-    """Delete memories of this user and mode for good (their versions go with them)."""
-    with transaction.atomic():
-        queryset = Memory.objects.for_owner(user=user, mode=mode).filter(pk__in=list(memory_ids))
-        ids = list(queryset.values_list("pk", flat=True))
-        queryset.delete()
-        note_write(user.pk)
-        record_access(
-            actor=actor, subject_user_id=user.pk, action=action, object_ids=ids, mode=mode.slug
-        )
-    return len(ids)
+    """Delete memories of this user and mode for good, with everything derived from them.
+
+    It is a forget by ids: the one cascade takes their versions, what was built on them
+    (facts, themes, answers and candidates, graph nodes) and rewrites summaries. Returns how
+    many of the named memories were deleted.
+    """
+    # Imported here: forget depends on this module (through ingest), not the reverse.
+    from memoryhub.services.forget import ForgetSelector, forget
+
+    receipt = forget(
+        user=user,
+        mode=mode,
+        selector=ForgetSelector(memory_ids=tuple(memory_ids)),
+        actor=actor,
+        action=action,
+    )
+    return len({str(i) for i in memory_ids} & {str(i) for i in receipt.memory_ids})

@@ -12,7 +12,7 @@ from django.db import connection
 from memoryhub import crypto
 from memoryhub.embedded_db import client_binary
 from memoryhub.errors import DecryptionError, KeyDestroyedError
-from memoryhub.keyring import cipher_for, destroy_user_key
+from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
 from memoryhub.models import Memory, UserKey
 from memoryhub.queries.memories import decrypt_memory, get_memory
 from tests.factories import make_memory
@@ -118,10 +118,13 @@ def test_destroying_the_data_key_makes_every_ciphertext_unreadable(user, persona
     assert destroy_user_key(user)
     with pytest.raises(KeyDestroyedError):
         cipher_for(user, create=False)
-    # Even a freshly created key cannot open what the old key sealed.
-    new_cipher = cipher_for(user)
+    # Data of theirs still exists: no fresh key is made for it, on any path.
+    with pytest.raises(KeyDestroyedError, match="missing although their data exists"):
+        cipher_for(user)
+    # And no other key opens what the destroyed one sealed.
+    other = UserCipher(user_id=user.pk, data_key=crypto.generate_data_key())
     with pytest.raises(DecryptionError):
-        new_cipher.decrypt(saved_ciphertext, table="memory", row_id=memory.id, field="content")
+        other.decrypt(saved_ciphertext, table="memory", row_id=memory.id, field="content")
 
 
 def test_rotation_rewraps_data_keys_and_data_still_decrypts(user, personal, embedder, settings):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from django.db import connection, transaction
@@ -28,6 +29,10 @@ from memoryhub.models import (
 from review.models import AnswerRecord
 
 from .recording import MIN_WEIGHT, TRANSIENT_TYPES, configured_half_life, declared_types
+
+if TYPE_CHECKING:  # Only for annotations: forget imports the graph's purger, not the reverse.
+    from memoryhub.embeddings import Embedder
+    from memoryhub.services.forget_selection import ForgetSelector
 
 
 def _delete_nodes(nodes: QuerySet[GraphNode]) -> tuple[int, int]:
@@ -65,11 +70,13 @@ def forget_user_data(
     mode: Mode | None,
     memory_ids: Collection[UUID | str] = (),
     message_ids: Collection[UUID | str] = (),
+    selector: ForgetSelector | None = None,
+    embedder: Embedder | None = None,
 ) -> dict[str, int]:
     """Drop the graph nodes of a forget (memoryhub/services/forget.py calls it).
 
     Account deletion (mode None) erases the user's graph; a forget in one mode drops the nodes
-    recorded from the answers it deleted.
+    recorded from the answers it deleted, whatever picked them (ids, period, topic, query).
     """
     if mode is None:
         return erase_user(user=user)
