@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry, Mode
-from memoryhub.services.audit import subject_pseudonym
+from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.sessions import end_session, start_session
 from tests import factories
 
@@ -17,8 +17,9 @@ def test_memory_can_be_turned_off_in_one_mode(signed_in, user, work, personal):
     work.refresh_from_db()
     personal.refresh_from_db()
     assert work.is_memory_off and not personal.is_memory_off
+    subject = subject_pseudonym(user.pk)
     assert AuditEntry.objects.filter(
-        subject=subject_pseudonym(user.pk), action="mode.memory_off", mode="work"
+        subject=subject, action="mode.memory_off", mode=mode_pseudonym(subject, "work")
     ).exists()
 
 
