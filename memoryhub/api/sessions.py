@@ -14,7 +14,6 @@ from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.models import Session
 from memoryhub.services import sessions
-from memoryhub.services.memories import check_writable
 
 from .auth import Scope, resolve_scope
 from .schemas import ERRORS, ScopeIn, Text
@@ -105,8 +104,6 @@ def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
 )
 def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Status[MessageOut]:
     scope, session = _scoped_session(request, session_id)
-    # TODO(#17): move this into services.sessions.add_message (owned elsewhere this round).
-    check_writable(scope.user, scope.actor, scope.mode)  # Memory off: no message is kept.
     added = sessions.add_message(
         session=session,
         role=body.role,
@@ -146,7 +143,6 @@ def put_working_memory(
     request: HttpRequest, session_id: UUID, data: Body[dict[str, Any]]
 ) -> WorkingMemoryOut:
     scope, session = _scoped_session(request, session_id)
-    check_writable(scope.user, scope.actor, scope.mode)  # TODO(#17): as in add_message.
     memory = sessions.put_working_memory(session=session, data=data, actor=scope.actor)
     return WorkingMemoryOut(
         data=memory.data, updated_at=memory.updated_at, expires_at=memory.expires_at

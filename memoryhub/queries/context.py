@@ -33,12 +33,12 @@ from memoryhub.queries.context_budget import (
     fit_context,
 )
 from memoryhub.queries.context_layers import Entry
-from memoryhub.queries.memories import MemoryItem
+from memoryhub.queries.memories import MemoryItem, is_memory_in_use
 from memoryhub.queries.recall import RecallFilter, decrypt_ranked, rank_memories
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
-from memoryhub.services.memories import check_content, is_memory_in_use
+from memoryhub.services.memories import check_content
 
 __all__ = [
     "MESSAGE_LAYER",

@@ -14,7 +14,7 @@ from django.db.models import Q
 from memoryhub.actors import Actor
 from memoryhub.errors import NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.models import Memory, MemoryQuerySet, MemoryVersion, Mode, User
+from memoryhub.models import ActorType, Memory, MemoryQuerySet, MemoryVersion, Mode, User
 from memoryhub.replicas import read_for_user
 from memoryhub.services.audit import record_access
 
@@ -49,6 +49,14 @@ class MemoryItem:
     access_count: int
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def is_memory_in_use(*, mode: Mode, actor: Actor) -> bool:
+    """Whether reads may use the mode's memory for this actor: not for agents with memory off.
+
+    The user still sees everything of their own in the dashboard.
+    """
+    return not mode.is_memory_off or actor.actor_type == ActorType.USER
 
 
 def decrypt_memory(memory: Memory, cipher: UserCipher, *, score: float | None = None) -> MemoryItem:
@@ -103,7 +111,12 @@ def get_memory_row(*, user: User, mode: Mode, memory_id: UUID | str) -> Memory:
 
 
 def get_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> MemoryItem:
-    """Read and decrypt one memory, writing its audit row."""
+    """Read and decrypt one memory, writing its audit row.
+
+    Raises NotFoundError for an agent when the user turned memory off in the mode.
+    """
+    if not is_memory_in_use(mode=mode, actor=actor):
+        raise NotFoundError("memory not found")
     memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     item = decrypt_memory(memory, cipher_for(user))
     record_access(
@@ -130,6 +143,8 @@ def list_memories(
 ) -> list[MemoryItem]:
     """Newest-first page of decrypted memories (keyset pagination on created_at, then id)."""
     queryset = memories_of(user=user, mode=mode)
+    if not is_memory_in_use(mode=mode, actor=actor):
+        queryset = queryset.none()  # Memory off in this mode: agents get nothing of it.
     if kinds:
         queryset = queryset.filter(kind__in=kinds)
     if statuses:

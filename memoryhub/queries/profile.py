@@ -9,7 +9,12 @@ from django.db.models import Case, IntegerField, Value, When
 from memoryhub.actors import Actor
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memories, memories_of
+from memoryhub.queries.memories import (
+    MemoryItem,
+    decrypt_memories,
+    is_memory_in_use,
+    memories_of,
+)
 from memoryhub.replicas import read_for_user
 from memoryhub.services.audit import record_access
 
@@ -40,6 +45,8 @@ def _ranked(queryset: MemoryQuerySet) -> MemoryQuerySet:
 def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Profile:
     """The recallable (active, medium or high confidence) facts, preferences and procedures."""
     queryset = _ranked(memories_of(user=user, mode=mode).recallable().of_kind(*PROFILE_KINDS))
+    if not is_memory_in_use(mode=mode, actor=actor):
+        queryset = queryset.none()  # Memory off in this mode: agents get nothing of it.
     rows = read_for_user(user.pk, lambda using: list(queryset.using(using)))
     items = decrypt_memories(rows, cipher_for(user))
     by_kind = {kind: tuple(i for i in items if i.kind == kind)[:limit] for kind in PROFILE_KINDS}
@@ -61,6 +68,8 @@ def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Pr
 def list_open_items(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> list[MemoryItem]:
     """The active open items (things still to do or follow up), most important first."""
     queryset = _ranked(memories_of(user=user, mode=mode).active().of_kind(MemoryKind.OPEN_ITEM))
+    if not is_memory_in_use(mode=mode, actor=actor):
+        queryset = queryset.none()
     rows = read_for_user(user.pk, lambda using: list(queryset.using(using)[:limit]))
     items = decrypt_memories(rows, cipher_for(user))
     record_access(

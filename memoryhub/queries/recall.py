@@ -30,12 +30,11 @@ from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.models import Importance, Memory, MemoryKind, MemoryQuerySet, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
+from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use, memories_of
 from memoryhub.queries.query_terms import query_terms
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
-from memoryhub.services.memories import is_memory_in_use
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.35

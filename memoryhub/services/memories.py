@@ -75,14 +75,6 @@ def check_writable(user: User, actor: Actor, mode: Mode | None = None) -> None:
         )
 
 
-def is_memory_in_use(*, mode: Mode, actor: Actor) -> bool:
-    """Whether recall may use the mode's memory for this actor: not for agents with memory off.
-
-    The user still sees everything of their own in the dashboard.
-    """
-    return not mode.is_memory_off or actor.actor_type == ActorType.USER
-
-
 def _choice(value: str, choices: type[Any], field: str) -> str:
     if value not in choices.values:
         allowed = ", ".join(choices.values)

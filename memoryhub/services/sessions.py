@@ -128,7 +128,7 @@ def add_message(
     if role not in Message.Role.values:
         raise InvalidInputError(f"role must be one of: {', '.join(Message.Role.values)}")
     content = check_content(content)
-    check_writable(session.user, actor)
+    check_writable(session.user, actor, session.mode)
     if not session.is_open:
         raise ConflictError("the session has ended")
     cipher = cipher_for(session.user)
@@ -348,7 +348,7 @@ def put_working_memory(*, session: Session, data: dict[str, Any], actor: Actor) 
     limit = settings.MEMORYHUB_MAX_WORKING_MEMORY_BYTES
     if size > limit:
         raise ContentTooLargeError(f"working memory is {size} bytes; the limit is {limit} bytes")
-    check_writable(session.user, actor)
+    check_writable(session.user, actor, session.mode)
     if not session.is_open:
         raise ConflictError("the session has ended")
     cipher = cipher_for(session.user)

@@ -87,3 +87,15 @@ def test_a_session_ended_in_a_mode_with_memory_off_is_not_extracted(user, work, 
     session.refresh_from_db()
     assert session.extraction_status == Session.ExtractionStatus.SKIPPED
     assert not Memory.objects.for_owner(user=user, mode=work).exists()
+
+
+def test_agents_read_nothing_of_a_mode_with_memory_off(api, user, work, work_off):
+    hidden = Memory.objects.for_owner(user=user, mode=work).get()
+    assert api.get("/memories", user="alice", mode="work").json()["items"] == []
+    profile = api.get("/profile", user="alice", mode="work").json()
+    assert profile["facts"] == profile["preferences"] == profile["procedures"] == []
+    assert api.get("/open-items", user="alice", mode="work").json()["items"] == []
+    one = api.get(f"/memories/{hidden.pk}", user="alice", mode="work")
+    assert one.status_code == 404
+    # The other mode reads as before.
+    assert len(api.get("/memories", user="alice", mode="personal").json()["items"]) == 1

@@ -67,8 +67,10 @@ def test_the_default_database_takes_connections_from_a_bounded_pool():
 
 def _production_env(**extra: str) -> dict[str, str]:
     keys = f"k1:{base64.b64encode(secrets.token_bytes(32)).decode()}"
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for this process; no deployment does.
+    inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return {
-        **os.environ,
+        **inherited,
         "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "MEMORYHUB_MASTER_KEYS": keys,
