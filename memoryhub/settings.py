@@ -166,7 +166,7 @@ DATABASE_POOL_OPTIONS: dict[str, float] = (
         "min_size": min(env_int("DATABASE_POOL_MIN_SIZE", 1), DATABASE_POOL_MAX_SIZE),
         "max_size": DATABASE_POOL_MAX_SIZE,
         "timeout": _pool_timeout,
-        "max_idle": float(env_int("DATABASE_POOL_MAX_IDLE_SECONDS", 30)),
+        "max_idle": float(env_int("DATABASE_POOL_MAX_IDLE_SECONDS", 10)),
         # The pool retries a failed connection in the background after 1, 2, 4, 8 … seconds,
         # for 5 minutes by default: after a minute's outage its next try could come a minute
         # after the database is back, and every request meanwhile answers 503. A try that
