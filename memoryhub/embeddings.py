@@ -101,7 +101,7 @@ class OnnxMiniLMEmbedder:
     dimensions = DIMENSIONS
 
     def __init__(
-        self, *, model_path: Path, batch_size: int = 32, batch_threads: int | None = None
+        self, *, model_path: Path, batch_size: int = 16, batch_threads: int | None = None
     ) -> None:
         self.batch_size = batch_size
         self._single = onnx_model.OnnxSentenceModel(path=model_path, threads=1)

@@ -8,6 +8,8 @@ matches a term when it holds any of its forms. Pure Python: no database, no keys
 
 from __future__ import annotations
 
+import re
+
 from memoryhub.keyring import tokenize
 
 # Function words carry no lexical signal but would still match most memories. Kept in the
@@ -59,3 +61,21 @@ def query_terms(query: str) -> tuple[tuple[str, ...], ...]:
     words = list(dict.fromkeys(tokenize(query)))
     meaningful = [word for word in words if word not in QUERY_STOPWORDS]
     return tuple(word_forms(word) for word in (meaningful or words))
+
+
+# A capitalised word that does not open a sentence: most likely a name ("John", "Lyon").
+_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b[A-Z][\w’'-]*", re.UNICODE)
+
+
+def query_names(query: str) -> frozenset[str]:
+    """The normalised words of the query written as names: a person, a place, a title.
+
+    A memory naming them is more likely about what is asked ("Which cities has John been
+    to?" is about John's turns); recall weighs these terms more.
+    """
+    return frozenset(
+        word
+        for match in _NAME.finditer(query.strip())
+        for word in tokenize(match.group())
+        if word not in QUERY_STOPWORDS
+    )

@@ -10,6 +10,11 @@ The score of a memory m for a query q (docs/retrieval.md explains and justifies 
   keyed blind index (no plaintext in the database), divided by ln(1 + N) so it stays in [0, 1]
   whatever the number N of candidates; IDF is over the user's own candidates.
 - freshness: 0.5 ** (days since last learnt or used / half-life of the kind); critical: 1.
+
+That is a memory's own score; to it are added 0.2 when its time falls in a period the query
+names ("in October 2023", query_dates.py), and names in the query weigh twice in `lexical`.
+Then memories told together (a session, else the same moment) lift each other: each goes
+0.3 of the way toward its better neighbour's own score and 0.3 toward its group's best.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.models import Importance, Memory, MemoryKind, MemoryQuerySet, Mode, User
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use, memories_of
-from memoryhub.queries.query_terms import query_terms
+from memoryhub.queries.query_dates import query_period
+from memoryhub.queries.query_terms import query_names, query_terms
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
@@ -43,9 +49,11 @@ LEXICAL_WEIGHT = 0.35
 # (its session): the answer is often the turn beside the one that matches the question's words.
 NEIGHBOUR_LIFT = 0.3
 GROUP_LIFT = 0.3
-# Taken off each further memory of the same group, so a ranking spans several sessions (a
-# question about someone's hobbies has its answers in many).
-GROUP_SPREAD = 0.0
+# A query term written as a name ("John", "Lyon") weighs this many times its IDF: a memory
+# naming who or what is asked about is more likely the answer.
+NAME_WEIGHT = 2.0
+# Added to a memory whose time falls in the period the query names ("in October 2023").
+PERIOD_BONUS = 0.2
 # At most this much is taken off a memory nobody has learnt or used for many half-lives.
 STALENESS_PENALTY = 0.10
 IMPORTANCE_BONUS: dict[str, float] = {
@@ -171,7 +179,10 @@ def ranking_query(
     """The SQL and parameters that rank the candidates (run by `rank_memories`)."""
     term_numbers: list[int] = []
     digests: list[str] = []
+    names = query_names(query)
+    boosts: list[float] = []
     for number, forms in enumerate(query_terms(query)):
+        boosts.append(NAME_WEIGHT if forms[0] in names else 1.0)
         for digest in cipher.blind_tokens(" ".join(forms)):
             term_numbers.append(number)
             digests.append(digest)
@@ -205,6 +216,7 @@ def ranking_query(
     # tables for every row) cost more than the cosine itself (docs/retrieval.md).
     sql = f"""
         WITH terms(term, digest) AS (SELECT * FROM unnest(%s::int[], %s::varchar[])),
+        boosts(term, boost) AS (SELECT * FROM unnest(%s::int[], %s::float8[])),
         candidates AS MATERIALIZED (
             SELECT c.* FROM ({candidate_sql}) AS c
         ),
@@ -218,8 +230,11 @@ def ranking_query(
         ),
         size AS (SELECT count(*)::float8 AS n FROM candidates),
         weights AS MATERIALIZED (
-            SELECT df.term, ln(1 + (size.n - df.n + 0.5) / (df.n + 0.5)) / ln(1 + size.n) AS weight
+            SELECT df.term,
+                boosts.boost * ln(1 + (size.n - df.n + 0.5) / (df.n + 0.5)) / ln(1 + size.n)
+                AS weight
             FROM (SELECT term, count(*) AS n FROM matches GROUP BY term) AS df CROSS JOIN size
+            JOIN boosts ON boosts.term = df.term
         ),
         lexical AS MATERIALIZED (
             SELECT matches.id, sum(weights.weight) AS lexical
@@ -242,33 +257,31 @@ def ranking_query(
                         - greatest(c.created_at, c.last_accessed_at))::float8 / 86400)
                     / ({half_life_sql})::float8
                 ) END AS freshness,
-                ({bonus_sql})::float8 AS bonus
+                ({bonus_sql})::float8 AS bonus,
+                -- The period the query names, if any (query_dates.py); NULLs match nothing.
+                CASE WHEN coalesce(c.occurred_at, c.created_at) >= %s::timestamptz
+                    AND coalesce(c.occurred_at, c.created_at) < %s::timestamptz
+                    THEN 1.0::float8 ELSE 0.0::float8 END AS in_period
             FROM candidates c LEFT JOIN lexical l ON l.id = c.id
         ),
         own AS (
             SELECT id, created_at, grp, cosine, lexical, freshness,
-                cosine + %s * lexical - %s * (1 - freshness) + bonus AS own
+                cosine + %s * lexical - %s * (1 - freshness) + bonus + %s * in_period AS own
             FROM scored
         ),
         told AS (
-            SELECT id, grp, cosine, lexical, freshness, own,
+            SELECT id, cosine, lexical, freshness, own,
                 greatest(lag(own) OVER turns, lead(own) OVER turns) AS neighbour,
                 max(own) OVER (PARTITION BY grp) AS group_best
             FROM own
             WINDOW turns AS (PARTITION BY grp ORDER BY created_at, id)
         ),
-        lifted AS (
-            SELECT id, grp, cosine, lexical, freshness, own
-                + %s * greatest(0, coalesce(neighbour, own) - own)
-                + %s * (group_best - own) AS lifted
-            FROM told
-        ),
         top AS (
-            SELECT id, lifted
-                - %s * (row_number() OVER (PARTITION BY grp ORDER BY lifted DESC, id) - 1)
-                AS score,
+            SELECT id, own
+                + %s * greatest(0, coalesce(neighbour, own) - own)
+                + %s * (group_best - own) AS score,
                 cosine, lexical, freshness
-            FROM lifted
+            FROM told
             ORDER BY score DESC, id
             LIMIT %s
         )
@@ -276,20 +289,26 @@ def ranking_query(
         FROM top JOIN {Memory._meta.db_table} AS m ON m.id = top.id
         ORDER BY top.score DESC, top.id
     """  # noqa: S608  # Only our own SQL fragments are formatted in; every value is a parameter.
+    now = now or timezone.now()
+    period = query_period(query, now=now)
     params = [
         term_numbers,
         digests,
+        list(range(len(boosts))),
+        boosts,
         *candidate_params,
         digests,
         Importance.CRITICAL.value,
-        now or timezone.now(),
+        now,
         *half_life_params,
         *bonus_params,
+        period.start if period else None,
+        period.end if period else None,
         LEXICAL_WEIGHT,
         STALENESS_PENALTY,
+        PERIOD_BONUS,
         NEIGHBOUR_LIFT,
         GROUP_LIFT,
-        GROUP_SPREAD,
         k,
     ]
     return sql, params

@@ -436,3 +436,47 @@ def test_memories_told_apart_do_not_lift_each_other(user, personal, embedder, sy
     lone = next(i for i in items if i.content == "Lisbon, in May.")
     own = lone.extra["cosine"] + 0.35 * lone.extra["lexical"] - 0.10 * (1 - lone.extra["freshness"])
     assert math.isclose(lone.score, own, abs_tol=1e-5)
+
+
+def test_a_memory_from_the_period_the_query_names_ranks_first(
+    user, personal, embedder, system_actor
+):
+    # Two equally relevant memories; the query names the month of one of them.
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Melanie's car broke down on the way to the lake.",
+        occurred_at=datetime(2023, 7, 3, tzinfo=UTC),
+        kind="episode",
+    )
+    _remember(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        "Melanie's car broke down on the way to the lake!",
+        occurred_at=datetime(2023, 10, 20, tzinfo=UTC),
+        kind="episode",
+    )
+    for query, month in (("in October 2023", 10), ("in July 2023", 7)):
+        items = _search(
+            user, personal, f"What happened to Melanie's car {query}?", embedder, system_actor
+        )
+        assert items[0].occurred_at.month == month
+
+
+def test_names_in_the_query_weigh_more_than_other_words(user, personal, embedder, system_actor):
+    from memoryhub.queries import recall
+
+    _remember(user, personal, embedder, system_actor, "John: I visited Seattle for a game.")
+    _remember(user, personal, embedder, system_actor, "Maria: I visited the museum for a game.")
+    [john, maria] = sorted(
+        _search(user, personal, "Which places has John visited?", embedder, system_actor),
+        key=lambda item: item.content,
+    )
+    # "john" is the only term one holds and the other does not: its IDF, times the name weight.
+    assert recall.NAME_WEIGHT > 1
+    assert john.extra["lexical"] > maria.extra["lexical"]
+    assert john.score > maria.score
