@@ -7,7 +7,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,8 @@ class GroupResult(TypedDict):
 class RetrieverResult(TypedDict):
     seconds: float
     groups: dict[str, GroupResult]
+    # The same groups for parts of the dataset (LoCoMo: tuning and held-out conversations).
+    splits: NotRequired[dict[str, dict[str, GroupResult]]]
 
 
 class DatasetSummary(TypedDict):
@@ -171,6 +173,11 @@ def format_table(result: BenchmarkResult) -> str:
         for key, group in retriever["groups"].items():
             cells = "".join(f"{group['metrics'][field]:>9.3f}" for field, _ in COLUMNS)
             lines.append(f"{key + ' ' + group['label']:<18}{group['n']:>6}{cells}")
+        for split, groups in retriever.get("splits", {}).items():
+            lines.append(f"  {split}")
+            for key, group in groups.items():
+                cells = "".join(f"{group['metrics'][field]:>9.3f}" for field, _ in COLUMNS)
+                lines.append(f"{key + ' ' + group['label']:<18}{group['n']:>6}{cells}")
     return "\n".join(lines) + "\n"
 
 

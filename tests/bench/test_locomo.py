@@ -1,3 +1,4 @@
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -318,3 +319,28 @@ def test_real_locomo_bm25_matches_the_product_owners_recall_at_10():
     headline = result["retrievers"]["bm25"]["groups"]["1-4"]
     assert headline["n"] == 1536
     assert headline["metrics"]["recall_at_10"] == pytest.approx(0.509, abs=0.01)
+
+
+def test_run_benchmark_reports_tuning_and_held_out_conversations_apart(conversation):
+    # Ten conversations (the whole of LoCoMo): the first five are where recall was tuned.
+    # A retriever that is perfect on them and useless on the rest shows it in the splits.
+    conversations = [dataclasses.replace(conversation, id=f"conv-{n}") for n in range(1, 11)]
+
+    class TunedOnFirstFive(OracleRetriever):
+        def search(self, conversation_id: str, query: str, k: int) -> list[str]:
+            ranked = super().search(conversation_id, query, k)
+            return ranked if int(conversation_id.split("-")[1]) <= 5 else []
+
+    result = run_benchmark(conversations, [TunedOnFirstFive()], progress=False)
+    splits = result["retrievers"]["oracle"]["splits"]
+    tuning, held_out = splits.values()
+    assert list(splits) == ["conversations 1-5 (tuning)", "conversations 6-10 (held out)"]
+    assert tuning["1-4"]["n"] == held_out["1-4"]["n"] == 5 * 3
+    assert tuning["1-4"]["metrics"]["recall_at_10"] == 1.0
+    assert held_out["1-4"]["metrics"]["recall_at_10"] == 0.0
+    assert result["retrievers"]["oracle"]["groups"]["1-4"]["metrics"]["recall_at_10"] == 0.5
+
+
+def test_run_benchmark_has_no_splits_for_part_of_the_dataset(conversation):
+    result = run_benchmark([conversation], [OracleRetriever()], progress=False)
+    assert "splits" not in result["retrievers"]["oracle"]

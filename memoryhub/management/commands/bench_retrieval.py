@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
@@ -52,7 +52,7 @@ class Command(BaseCommand):
             "--embedding-threads",
             type=int,
             default=1,
-            help="torch threads for the embedder (0: torch's default, one per core)",
+            help="torch threads (MEMORYHUB_EMBEDDING_RUNTIME=torch only; 0: one per core)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -62,10 +62,16 @@ class Command(BaseCommand):
         conversations = load_locomo(data)[: options["conversations"]]
         progress = not options["no_progress"]
         embedder = default_embedder()
-        if options["embedding_threads"]:
-            # On a busy 2-core machine two spinning OpenMP threads make one short query take
-            # ~700 ms instead of ~60 ms: a request embeds one sentence, one thread is enough.
-            torch.set_num_threads(options["embedding_threads"])
+        runtime = settings.MEMORYHUB_EMBEDDING_RUNTIME
+        threads: int | None = None
+        if runtime == "torch":
+            import torch
+
+            if options["embedding_threads"]:
+                # On a busy 2-core machine two spinning OpenMP threads make one short query take
+                # ~700 ms instead of ~60 ms: a request embeds one sentence, one thread is enough.
+                torch.set_num_threads(options["embedding_threads"])
+            threads = torch.get_num_threads()
         creation = connection.creation
         # The test-database machinery gives a fresh, migrated database and switches to it.
         connection.settings_dict["TEST"] = {**connection.settings_dict.get("TEST", {})}
@@ -75,7 +81,12 @@ class Command(BaseCommand):
             verbosity=0, autoclobber=True, serialize=False, keepdb=options["keep_db"]
         )
         report: dict[str, Any] = {
-            "machine": {**machine(), "embedding_threads": torch.get_num_threads()},
+            "machine": {
+                **machine(),
+                "embedding_runtime": runtime,
+                # ONNX Runtime: one thread for a query, one per core for a batch (embeddings.py).
+                "embedding_threads": threads,
+            },
             "data": str(data),
         }
         try:
