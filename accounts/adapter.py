@@ -1,7 +1,8 @@
 """Account adapter: new sign-ups join the default workspace and get the default modes.
 
-Claiming an agent-created user by email goes through `accounts.forms.SignupForm`: the person
-proves the address with a password-reset link before the user becomes theirs.
+A sign-up never claims an agent-created user, whatever its email: agents set no login
+identity. A person reaches such a user by opening the agent's one-time link while signed in
+(memoryhub/services/user_links.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import account, forgetting, memories, search
+from .views import account, forgetting, link, memories, search
 
 app_name = "dashboard"
 
@@ -40,4 +40,5 @@ urlpatterns = [
     path("keys/<int:key_id>/revoke/", account.key_revoke, name="key_revoke"),
     path("access/", account.access_log, name="access_log"),
     path("account/delete/", account.account_delete, name="account_delete"),
+    path("link/<str:token>/", link.user_link, name="user_link"),
 ]

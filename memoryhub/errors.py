@@ -66,6 +66,13 @@ class ConflictError(MemoryHubError):
     status = 409
 
 
+class GoneError(MemoryHubError):
+    """Something that existed and no longer can be used: a used or expired one-time link."""
+
+    code = "gone"
+    status = 410
+
+
 class RateLimitedError(MemoryHubError):
     code = "rate_limited"
     status = 429

@@ -281,7 +281,6 @@ ACCOUNT_EMAIL_VERIFICATION = env_str(
     "ACCOUNT_EMAIL_VERIFICATION", "optional" if DEBUG else "mandatory"
 )
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
-ACCOUNT_FORMS = {"signup": "accounts.forms.SignupForm"}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "MemoryHub"
 

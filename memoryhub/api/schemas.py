@@ -79,8 +79,15 @@ class ScopeIn(Schema):
 
 class UserIn(Schema):
     external_id: Annotated[NonBlankText, Field(max_length=200)]
-    email: Annotated[Text, Field(max_length=254, json_schema_extra={"format": "email"})] | None = (
-        None
+    # Kept in the schema only to refuse it with a clear message (api/users.py): ignoring it
+    # would let an agent believe it set the user's email.
+    email: Text | None = Field(
+        default=None,
+        description=(
+            "Refused with 422: agents do not set login identities. Hand the person a link "
+            "from POST /users/{external_id}/link instead."
+        ),
+        json_schema_extra={"deprecated": True},
     )
     display_name: Annotated[Text, Field(max_length=200)] = ""
 
@@ -91,7 +98,15 @@ class UserOut(Schema):
     email: str | None
     display_name: str
     is_memory_paused: bool
+    has_login: bool = Field(
+        description="Whether a person signs in as this user (e.g. after following a link)."
+    )
     modes: list[str]
+
+
+class UserLinkOut(Schema):
+    url: str = Field(description="Hand this to the person; it works once, while signed in.")
+    expires_at: datetime
 
 
 class MemoryFields(Schema):

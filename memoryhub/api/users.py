@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from django.http import HttpRequest
+from django.urls import reverse
 from ninja import Router, Status
 
 from memoryhub.errors import ConflictError, InvalidInputError, PermissionDeniedError
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Mode, User
 from memoryhub.services.audit import record_access
+from memoryhub.services.user_links import has_login, issue_user_link
 from memoryhub.services.users import create_user
 
 from .auth import actor_for_key, resolve_scope
-from .schemas import ERRORS, UserIn, UserOut
+from .schemas import ERRORS, UserIn, UserLinkOut, UserOut
 
 router = Router(tags=["users"])
+
+EMAIL_REFUSED = (
+    "email is not accepted: agents do not set a user's login. To let the person reach this "
+    "user's memory, hand them the link from POST /users/{external_id}/link"
+)
 
 
 def user_out(user: User) -> UserOut:
@@ -28,6 +33,7 @@ def user_out(user: User) -> UserOut:
         email=user.email,
         display_name=user.display_name,
         is_memory_paused=user.is_memory_paused,
+        has_login=has_login(user),
         modes=list(Mode.objects.filter(user=user).values_list("slug", flat=True)),
     )
 
@@ -48,16 +54,14 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
     if api_key.agent is None:
         raise PermissionDeniedError("only agent keys can create users")
+    # Security invariant: an agent never sets a login identity, so an email it sends is refused
+    # unread: the answer is the same whether or not anyone on the hub uses that address.
+    if payload.email is not None:
+        raise InvalidInputError(EMAIL_REFUSED)
     workspace = api_key.agent.workspace
     external_id = payload.external_id.strip()
     if not external_id:
         raise InvalidInputError("external_id must not be blank")
-    email = (payload.email or "").strip() or None
-    if email is not None:
-        try:
-            validate_email(email)
-        except DjangoValidationError:
-            raise InvalidInputError("email is not a valid address") from None
     existing = User.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         # The same scope rules as every other route: a user who blocked this agent is a 403,
@@ -68,11 +72,9 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
     if _is_another_users_id(workspace.pk, external_id):
         raise ConflictError("external_id is the id of another user of this workspace")
     actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
+    # No email, no password: nobody can sign in as this user until a person follows a link.
     user = create_user(
-        workspace=workspace,
-        external_id=external_id,
-        email=email,
-        display_name=payload.display_name.strip(),
+        workspace=workspace, external_id=external_id, display_name=payload.display_name.strip()
     )
     record_access(actor=actor, subject_user_id=user.pk, action="user.create")
     return Status(201, user_out(user))
@@ -84,3 +86,20 @@ def get_user(request: HttpRequest, external_id: str) -> UserOut:
     scope = resolve_scope(request, external_id)
     record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
     return user_out(scope.user)
+
+
+@router.post("/users/{external_id}/link", response={201: UserLinkOut, **ERRORS})
+def create_user_link(request: HttpRequest, external_id: str) -> Status[UserLinkOut]:
+    """A one-time link for the person: opened while signed in, their login reaches this user.
+
+    It works once, for 24 hours; a newer link replaces it. 409 if the user has a login already.
+    """
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
+    if api_key.agent is None:
+        raise PermissionDeniedError("only agent keys can link users")
+    scope = resolve_scope(request, external_id)
+    issued = issue_user_link(user=scope.user, agent=api_key.agent, actor=scope.actor)
+    path = reverse("dashboard:user_link", kwargs={"token": issued.token})
+    return Status(
+        201, UserLinkOut(url=request.build_absolute_uri(path), expires_at=issued.expires_at)
+    )

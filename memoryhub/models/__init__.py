@@ -23,6 +23,7 @@ from .memories import (
 )
 from .ratelimit import RateLimitWindow
 from .sessions import ExtractionRun, Message, Session
+from .user_links import UserLink
 from .workspace_keys import WorkspaceKey
 from .workspaces import (
     DEFAULT_MODES,
@@ -66,6 +67,7 @@ __all__ = [
     "Session",
     "User",
     "UserKey",
+    "UserLink",
     "UserWriteMark",
     "Workspace",
     "WorkspaceKey",

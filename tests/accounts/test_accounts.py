@@ -7,7 +7,6 @@ import re
 from django.core import mail
 
 from memoryhub.models import Mode, User
-from memoryhub.services.users import create_user
 
 PASSWORD = "a long and unusual passphrase"
 
@@ -23,37 +22,6 @@ def test_signing_up_creates_a_user_with_the_default_modes(client, workspace):
         "personal",
         "work",
     ]
-
-
-def test_signing_up_with_an_agent_created_users_email_mails_a_claim_link(
-    client, workspace, settings
-):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    created = create_user(workspace=workspace, email="carol@example.com", external_id="carol")
-    response = client.post(
-        "/accounts/signup/",
-        {"email": "carol@example.com", "password1": PASSWORD, "password2": PASSWORD},
-    )
-    # Nobody is signed in and no second user exists: typing an email proves nothing yet.
-    assert response.status_code == 302
-    assert "_auth_user_id" not in client.session
-    assert User.objects.filter(email="carol@example.com").count() == 1
-    created.refresh_from_db()
-    assert not created.has_usable_password()
-    assert len(mail.outbox) == 1 and "/accounts/password/reset/" in mail.outbox[0].body
-
-
-def test_the_emailed_reset_link_claims_the_agent_created_user(client, workspace, settings):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    created = create_user(workspace=workspace, email="carol@example.com", external_id="carol")
-    client.post("/accounts/password/reset/", {"email": "carol@example.com"})
-    link = re.search(r"https?://[^/]+(/accounts/password/reset/key/\S+)", mail.outbox[0].body)
-    form_url = client.get(link.group(1))["Location"]
-    client.post(form_url, {"password1": PASSWORD, "password2": PASSWORD})
-    created.refresh_from_db()
-    assert created.check_password(PASSWORD) and created.external_id == "carol"
-    response = client.post("/accounts/login/", {"login": "carol@example.com", "password": PASSWORD})
-    assert response["Location"] == "/dashboard/"
 
 
 def test_logging_in_leads_to_the_dashboard(client, user):

@@ -1,32 +1,54 @@
-"""POST /users and GET /users/{external_id}: the end users of an agent's workspace."""
+"""POST /users, GET /users/{external_id} and POST /users/{external_id}/link: an agent's users."""
 
 from __future__ import annotations
 
-from memoryhub.models import AuditEntry, User
+from datetime import timedelta
+
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.models import AuditEntry, User, UserLink
 from memoryhub.services.agents import create_personal_key
+from memoryhub.services.preferences import block_agent
+from memoryhub.services.user_links import LINK_LIFETIME
 from tests import factories
 
 
 def test_creating_a_user_returns_201_then_200_with_the_same_user(api, workspace):
-    body = {"external_id": "u-42", "email": "Dana@Example.com", "display_name": "Dana"}
-    created = api.post("/users", body)
+    created = api.post("/users", {"external_id": "u-42", "display_name": "Dana"})
     assert created.status_code == 201
     assert created.json()["external_id"] == "u-42"
-    assert created.json()["email"] == "dana@example.com"
+    assert created.json()["display_name"] == "Dana"
+    assert (created.json()["email"], created.json()["has_login"]) == (None, False)
     assert sorted(created.json()["modes"]) == ["personal", "work"]
     again = api.post("/users", {"external_id": "u-42"})
     assert again.status_code == 200
     assert again.json()["id"] == created.json()["id"]
     user = User.objects.get(pk=created.json()["id"])
     assert user.workspace == workspace
-    assert not user.has_usable_password()  # They claim the account later by signing up.
+    assert user.email is None and not user.has_usable_password()  # Nobody can sign in as them.
     assert AuditEntry.objects.filter(action="user.create").count() == 1
+
+
+def test_an_email_from_an_agent_is_refused_with_a_clear_message(api, user):
+    for body in (
+        {"external_id": "u-7", "email": "dana@example.com"},
+        {"external_id": "alice", "email": "dana@example.com"},  # An existing user too.
+        {"external_id": "u-7", "email": "not-an-email"},
+    ):
+        response = api.post("/users", body)
+        assert response.status_code == 422
+        assert response.json()["code"] == "invalid_input"
+        assert "agents do not set a user's login" in response.json()["detail"]
+        assert "/link" in response.json()["detail"]
+    assert not User.objects.filter(external_id="u-7").exists()
 
 
 def test_get_user_by_external_id(api, user):
     response = api.get("/users/alice")
     assert response.status_code == 200
     assert response.json()["id"] == str(user.pk)
+    assert response.json()["has_login"] is True
     assert api.get("/users/nobody").status_code == 404
 
 
@@ -40,10 +62,63 @@ def test_the_same_external_id_in_another_workspace_is_another_user(api, workspac
 def test_user_creation_rejects_bad_input(api, user, caller):
     assert api.post("/users", {}).status_code == 422
     assert api.post("/users", {"external_id": "   "}).status_code == 422
-    assert api.post("/users", {"external_id": "x", "email": "not-an-email"}).status_code == 422
     assert api.post("/users", {"external_id": "a\u0000b"}).status_code == 422
-    taken = api.post("/users", {"external_id": "new", "email": "alice@example.com"})
-    assert taken.status_code == 409
-    assert taken.json()["code"] == "conflict"
+    shadow = api.post("/users", {"external_id": str(user.pk)})
+    assert (shadow.status_code, shadow.json()["code"]) == (409, "conflict")
     personal_key = create_personal_key(user=user, name="cli").raw_key
     assert caller(personal_key).post("/users", {"external_id": "z"}).status_code == 403
+
+
+def test_a_link_is_issued_for_an_agent_created_user_and_stored_hashed(api, agent):
+    api.post("/users", {"external_id": "u-1"})
+    response = api.post("/users/u-1/link")
+    assert response.status_code == 201
+    url = response.json()["url"]
+    token = url.rstrip("/").rsplit("/", 1)[1]
+    assert url == f"http://testserver/dashboard/link/{token}/"
+    link = UserLink.objects.get()
+    assert token not in link.token_digest and len(token) >= 40
+    assert link.agent == agent and link.user.external_id == "u-1"
+    assert link.expires_at - link.created_at == LINK_LIFETIME
+    assert AuditEntry.objects.filter(action="user.link_issue").count() == 1
+
+
+def test_a_new_link_replaces_the_unused_one(api):
+    api.post("/users", {"external_id": "u-1"})
+    first = api.post("/users/u-1/link").json()["url"]
+    second = api.post("/users/u-1/link").json()["url"]
+    assert first != second
+    assert UserLink.objects.count() == 1
+
+
+def test_a_link_is_refused_for_users_with_a_login_other_workspaces_and_personal_keys(
+    api, user, caller
+):
+    has_login = api.post("/users/alice/link")
+    assert (has_login.status_code, has_login.json()["code"]) == (409, "conflict")
+    assert "already has a login" in has_login.json()["detail"]
+    elsewhere = factories.make_workspace()
+    factories.make_user(workspace=elsewhere, external_id="carol", password=None)
+    assert api.post("/users/carol/link").status_code == 404
+    personal_key = create_personal_key(user=user, name="cli").raw_key
+    assert caller(personal_key).post("/users/alice/link").status_code == 403
+    assert not UserLink.objects.exists()
+
+
+def test_a_blocked_agent_gets_no_link(api, agent, workspace):
+    api.post("/users", {"external_id": "u-1"})
+    user = User.objects.get(external_id="u-1")
+    block_agent(user=user, agent=agent, actor=Actor.for_user(user.pk))
+    response = api.post("/users/u-1/link")
+    assert (response.status_code, response.json()["code"]) == (403, "agent_blocked")
+    assert not UserLink.objects.exists()
+
+
+def test_a_link_expires_after_its_lifetime(api, client, time_machine):
+    api.post("/users", {"external_id": "u-1"})
+    url = api.post("/users/u-1/link").json()["url"]
+    time_machine.move_to(timezone.now() + LINK_LIFETIME + timedelta(seconds=1))
+    client.force_login(factories.make_user(password="correct horse battery staple"))
+    response = client.get(url.removeprefix("http://testserver"))
+    assert response.status_code == 410
+    assert "expired" in response.content.decode()

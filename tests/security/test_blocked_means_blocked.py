@@ -23,6 +23,7 @@ def _requests_for_alice(ids):
     return {
         ("POST", "/users"): ("/users", {}, {"external_id": "alice"}),
         ("GET", "/users/{external_id}"): ("/users/alice", {}, None),
+        ("POST", "/users/{external_id}/link"): ("/users/alice/link", {}, {}),
         ("POST", "/memories"): ("/memories", {}, {**alice, "kind": "fact", "content": "x"}),
         ("GET", "/memories"): ("/memories", alice, None),
         ("POST", "/memories/batch"): (

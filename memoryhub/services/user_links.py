@@ -1,0 +1,191 @@
+"""Link an agent-created user to a person's login, through a one-time link the agent hands over.
+
+Agents never set a login identity: an agent-created user has no email and no password. To
+reach that user's memory from the dashboard, a person opens the agent's link while signed in
+and confirms. Then the login moves, not the memory: the person's email addresses, password
+and authenticators go to the agent-created user, whose memories, modes, sessions and settings
+stay as they are, in the agent's workspace. The account the person signed in with is erased,
+and it may hold nothing that would be lost with it (see `_holds_something`): no memory, no
+conversation, no key, no role. So nothing moves across workspaces, and nothing is merged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from allauth.account.models import EmailAddress
+from allauth.mfa.models import Authenticator
+from django.db import router, transaction
+from django.db.models.deletion import Collector, ProtectedError, RestrictedError
+from django.utils import timezone
+
+from memoryhub.actors import Actor
+from memoryhub.errors import ConflictError, GoneError, NotFoundError
+from memoryhub.models import Agent, User, UserLink
+from memoryhub.services.audit import record_access
+from memoryhub.services.forget import delete_account
+
+LINK_LIFETIME = timedelta(hours=24)
+# What an account may hold and still be given up for a link: its login (moved to the linked
+# user first), its modes (whose memories would show up as rows of their own), its data key and
+# its write mark. Any other row tied to it, of any model, present or future, means something
+# would be lost: such an account cannot be given up.
+DISPOSABLE_ROWS = frozenset(
+    {
+        "memoryhub.User",
+        "memoryhub.Mode",
+        "memoryhub.UserKey",
+        "memoryhub.UserWriteMark",
+        "account.EmailAddress",
+        "account.EmailConfirmation",
+        "mfa.Authenticator",
+    }
+)
+
+
+@dataclass(frozen=True)
+class IssuedLink:
+    """A fresh link: `token` goes into the URL shown once to the agent, and is never stored."""
+
+    token: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class LinkPreview:
+    """What following a link does: whose user it is, and until when it works."""
+
+    user: User
+    agent_name: str
+    workspace_name: str
+    expires_at: datetime
+
+
+def _digest(token: str) -> str:
+    # Tokens are long random strings: a plain hash is enough (as for bearer keys).
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def has_login(user: User) -> bool:
+    """Whether someone can sign in as the user (an email to sign in with, or a password)."""
+    return bool(user.email) or user.has_usable_password()
+
+
+def issue_user_link(*, user: User, agent: Agent, actor: Actor) -> IssuedLink:
+    """Issue a one-time link for an agent-created user; an unused earlier link stops working.
+
+    Raises NotFoundError for a user of another workspace, ConflictError if the user already
+    has a login (a person manages that user from the dashboard already).
+    """
+    # Security invariant: an agent links users of its own workspace only.
+    if user.workspace_id != agent.workspace_id:
+        raise NotFoundError("user not found")
+    if has_login(user):
+        raise ConflictError("this user already has a login: a person signs in as them already")
+    token = secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        # One live link per user: only the latest one handed over works.
+        UserLink.objects.filter(user=user, used_at__isnull=True).delete()
+        link = UserLink.objects.create(
+            user=user,
+            agent=agent,
+            token_digest=_digest(token),
+            created_at=now,
+            expires_at=now + LINK_LIFETIME,
+        )
+        record_access(actor=actor, subject_user_id=user.pk, action="user.link_issue")
+    return IssuedLink(token=token, expires_at=link.expires_at)
+
+
+def _holds_something(account: User) -> bool:
+    # Ask Django what erasing the account would delete with it, rather than list tables here:
+    # a table added later is then counted too, never erased unnoticed.
+    collector = Collector(using=router.db_for_write(User))
+    try:
+        collector.collect([account])
+    except (ProtectedError, RestrictedError):
+        return True
+    if any(
+        rows and model._meta.label not in DISPOSABLE_ROWS for model, rows in collector.data.items()
+    ):
+        return True
+    return any(
+        rows.model._meta.label not in DISPOSABLE_ROWS and rows.exists()
+        for rows in collector.fast_deletes
+    )
+
+
+def _check(link: UserLink, user: User, account: User) -> None:
+    if link.used_at is not None:
+        raise GoneError("this link was already used: ask the agent for a new one")
+    if link.expires_at <= timezone.now():
+        raise GoneError("this link has expired: ask the agent for a new one")
+    if not link.agent.is_active:
+        raise GoneError("the agent that made this link was disabled")
+    if has_login(user):
+        raise ConflictError("this user already has a login: ask the agent for a new link")
+    if account.is_staff or account.is_superuser or _holds_something(account):
+        # The account would be erased: refuse rather than lose its memory, keys or roles.
+        raise ConflictError(
+            "your account already holds memory, keys or a role of its own, and one login "
+            "holds one user's memory: sign out, sign up with another email, then open the "
+            "link again"
+        )
+
+
+def _find(token: str, *, for_update: bool = False) -> UserLink:
+    links = UserLink.objects.select_related("agent", "user__workspace")
+    if for_update:
+        links = links.select_for_update(of=("self",))
+    link = links.filter(token_digest=_digest(token)).first()
+    if link is None:
+        raise NotFoundError("this link is not valid: check that it was copied whole")
+    return link
+
+
+def preview_user_link(*, token: str, account: User) -> LinkPreview:
+    """What following the link would do for the signed-in account; raises as `link_user` would."""
+    link = _find(token)
+    _check(link, link.user, account)
+    return LinkPreview(
+        user=link.user,
+        agent_name=link.agent.name,
+        workspace_name=link.user.workspace.name,
+        expires_at=link.expires_at,
+    )
+
+
+def link_user(*, token: str, account: User, client_ip: str | None = None) -> User:
+    """Give the link's user the signed-in account's login, and erase that (empty) account.
+
+    Returns the linked user: the person signs in as them from now on. Raises NotFoundError
+    (unknown link), GoneError (used, expired, or its agent disabled) and ConflictError (the
+    user has a login already, or the account holds something that erasing it would lose).
+    """
+    with transaction.atomic():
+        link = _find(token, for_update=True)
+        # Lock both users: two tabs confirming at once, or a write for either, wait here.
+        user = User.objects.select_for_update().get(pk=link.user_id)
+        account = User.objects.select_for_update().get(pk=account.pk)
+        _check(link, user, account)
+        email, password = account.email, account.password
+        EmailAddress.objects.filter(user=account).update(user=user)
+        Authenticator.objects.filter(user=account).update(user=user)
+        # Audits "account.delete" on the account's chain, "user.link" below goes on the user's:
+        # two chains in one transaction, taken in this order only (see record_access).
+        delete_account(user=account, actor=Actor.for_user(account.pk, client_ip=client_ip))
+        user.email = email
+        user.password = password
+        user.save(update_fields=["email", "password"])
+        link.used_at = timezone.now()
+        link.save(update_fields=["used_at"])
+        record_access(
+            actor=Actor.for_user(user.pk, client_ip=client_ip),
+            subject_user_id=user.pk,
+            action="user.link",
+        )
+    return user
