@@ -95,6 +95,14 @@ class Context:
 
 
 @dataclass(frozen=True)
+class UserLink:
+    """A one-time link for the person (see MemoryHubClient.create_user_link)."""
+
+    url: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
 class ForgetReceipt:
     forgotten: int
     counts: dict[str, int]
@@ -142,13 +150,23 @@ class MemoryHubClient:
             raise _api_error(error) from None
 
     # Users
-    def create_user(
-        self, external_id: str, *, email: str | None = None, display_name: str = ""
-    ) -> dict[str, Any]:
-        """Create the end user (or get the existing one with this external_id)."""
-        body = {"external_id": external_id, "email": email, "display_name": display_name}
-        result: dict[str, Any] = self.request("POST", "/users", body=_without_none(body))
+    def create_user(self, external_id: str, *, display_name: str = "") -> dict[str, Any]:
+        """Create the end user (or get the existing one with this external_id).
+
+        Agents set no email or password: the person links their own login (create_user_link).
+        """
+        body = {"external_id": external_id, "display_name": display_name}
+        result: dict[str, Any] = self.request("POST", "/users", body=body)
         return result
+
+    def create_user_link(self, external_id: str) -> UserLink:
+        """A one-time link to hand the person: opened while signed in, their login gets this user.
+
+        It works once, for 24 hours; a new link replaces the unused one. ApiError 409 if the
+        user already has a login.
+        """
+        data = self.request("POST", f"/users/{urllib.parse.quote(external_id, safe='')}/link")
+        return UserLink(url=data["url"], expires_at=datetime.fromisoformat(data["expires_at"]))
 
     # Memories
     def remember(

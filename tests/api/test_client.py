@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from memoryhub.client import ApiError, MemoryHubClient
 from tests import factories
@@ -69,3 +72,14 @@ def test_remember_with_an_idempotency_key_returns_the_first_write_on_a_retry(hub
     with pytest.raises(ApiError) as reused:
         hub.remember("u-1", "Dana lives in Porto", idempotency_key="write-1")
     assert (reused.value.status, reused.value.code) == (422, "idempotency_key_reused")
+
+
+def test_create_user_link_returns_a_one_time_dashboard_link(hub, live_server):
+    hub.create_user("u-1")
+    link = hub.create_user_link("u-1")
+    assert link.url.startswith(f"{live_server.url}/dashboard/link/")
+    assert timedelta(hours=23) < link.expires_at - timezone.now() <= timedelta(hours=24)
+    assert hub.create_user_link("u-1").url != link.url
+    with pytest.raises(ApiError) as unknown:
+        hub.create_user_link("nobody")
+    assert (unknown.value.status, unknown.value.code) == (404, "not_found")
