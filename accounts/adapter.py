@@ -3,6 +3,8 @@
 A sign-up never claims an agent-created user, whatever its email: agents set no login
 identity. A person reaches such a user by opening the agent's one-time link while signed in
 (memoryhub/services/user_links.py).
+
+The MFA adapter stores TOTP secrets and recovery seeds sealed under a master key.
 """
 
 from __future__ import annotations
@@ -10,10 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.mfa.adapter import DefaultMFAAdapter
+from allauth.mfa.models import Authenticator
 from django.http import HttpRequest
 
+from memoryhub.keyring import open_secret, seal_secret
 from memoryhub.models import DEFAULT_MODES, Mode
 from memoryhub.services.agents import get_or_create_workspace
+
+MFA_SEAL_PURPOSE = "mfa"
+# Where allauth keeps what it passes through encrypt(): the TOTP secret, the recovery seed.
+SEALED_FIELDS = {
+    Authenticator.Type.TOTP: ("secret",),
+    Authenticator.Type.RECOVERY_CODES: ("seed",),
+}
 
 
 class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is untyped.
@@ -27,3 +39,34 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
                     user=saved, slug=slug, defaults={"name": slug.capitalize()}
                 )
         return saved
+
+
+class MFAAdapter(DefaultMFAAdapter):  # type: ignore[misc]  # allauth is untyped.
+    """TOTP secrets and recovery seeds are sealed under a master key, never stored in clear."""
+
+    def encrypt(self, text: str) -> str:
+        return seal_secret(text, purpose=MFA_SEAL_PURPOSE)
+
+    def decrypt(self, encrypted_text: str) -> str:
+        # A secret stored before sealing existed is plaintext and opens as it is.
+        return open_secret(encrypted_text, purpose=MFA_SEAL_PURPOSE)
+
+
+def reseal_mfa_secrets() -> int:
+    """Seal every stored MFA secret under the newest master key (plaintext ones too); count them.
+
+    manage.py rotate_master_key runs it, so that no secret depends on an old master key.
+    """
+    count = 0
+    adapter = MFAAdapter()
+    for authenticator in Authenticator.objects.filter(type__in=list(SEALED_FIELDS)).iterator():
+        data = dict(authenticator.data)
+        for name in SEALED_FIELDS[authenticator.type]:
+            if isinstance(data.get(name), str):
+                data[name] = adapter.encrypt(adapter.decrypt(data[name]))
+        codes = data.get("migrated_codes")
+        if isinstance(codes, list):
+            data["migrated_codes"] = [adapter.encrypt(adapter.decrypt(c)) for c in codes]
+        Authenticator.objects.filter(pk=authenticator.pk).update(data=data)
+        count += 1
+    return count

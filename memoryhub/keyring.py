@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from dataclasses import dataclass
@@ -14,12 +16,17 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from memoryhub import crypto
-from memoryhub.errors import KeyDestroyedError
+from memoryhub.errors import DecryptionError, KeyDestroyedError
 from memoryhub.models import JournalEntry, Memory, Session, User, UserKey
 
 TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
 # Models of other apps whose rows hold ciphertext under a user's data key (by "app.Model").
 SEALED_ELSEWHERE = ("review.AnswerRecord", "review.LearningCandidate")
+# Secrets of no user's data (TOTP seeds): "<prefix>:<master key id>:<base64 ciphertext>". No
+# base32 TOTP secret or hex recovery seed starts with it, so older plaintext is told apart.
+SEALED_VALUE_PREFIX = "mhsec1"
+# The owner a sealed secret is bound to: a fixed UUID that is no user's (version 5).
+SECRET_OWNER = UUID("2c4f3a5e-8d1b-5e9f-a7c3-6b0d2e4f8a19")
 
 
 @cache
@@ -78,6 +85,12 @@ class UserCipher:
         """Keyed hashes of the text's distinct tokens: lexical search without plaintext."""
         key = crypto.derive_subkey(self.data_key, "blind-index")
         return sorted({crypto.keyed_digest(key, token) for token in tokenize(text)})
+
+    def journal_key_hash(self, key: str) -> str:
+        """A keyed hash of an agent's journal key: a blind index, so equal keys still match."""
+        return crypto.keyed_digest(
+            crypto.derive_subkey(self.data_key, "journal-key"), key, length=64
+        )
 
     def slot_hash(self, slot: str) -> str:
         """A keyed hash of a contradiction slot name, so slots stay unreadable at rest."""
@@ -155,6 +168,49 @@ def destroy_user_key(user: User | UUID) -> bool:
     user_id = user.pk if isinstance(user, User) else user
     deleted, _ = UserKey.objects.filter(user_id=user_id).delete()
     return deleted > 0
+
+
+def _secret_key(master: crypto.MasterKey, purpose: str) -> bytes:
+    return crypto.derive_subkey(master.secret, f"sealed-secret:{purpose}")
+
+
+def _secret_binding(purpose: str) -> crypto.FieldBinding:
+    return crypto.FieldBinding(
+        user_id=SECRET_OWNER, table="sealed_secret", row_id="", field=purpose
+    )
+
+
+def is_sealed_secret(value: str) -> bool:
+    return value.startswith(f"{SEALED_VALUE_PREFIX}:")
+
+
+def seal_secret(text: str, *, purpose: str) -> str:
+    """Encrypt a secret that is no user's data (a TOTP seed) under the newest master key."""
+    newest = master_keys()[0]
+    blob = crypto.encrypt_text(
+        text, key=_secret_key(newest, purpose), binding=_secret_binding(purpose)
+    )
+    return f"{SEALED_VALUE_PREFIX}:{newest.key_id}:{base64.b64encode(blob).decode()}"
+
+
+def open_secret(value: str, *, purpose: str) -> str:
+    """Decrypt what seal_secret made; a value it did not make (stored before) comes back as is.
+
+    Raises DecryptionError for a sealed value that is altered or whose master key is gone.
+    """
+    if not is_sealed_secret(value):
+        return value
+    _, key_id, encoded = value.split(":", 2)
+    master = next((key for key in master_keys() if key.key_id == key_id), None)
+    if master is None:
+        raise DecryptionError(f"master key {key_id!r} is not configured (MEMORYHUB_MASTER_KEYS)")
+    try:
+        blob = base64.b64decode(encoded, validate=True)
+    except binascii.Error:
+        raise DecryptionError("a sealed secret is not valid base64") from None
+    return crypto.decrypt_text(
+        blob, key=_secret_key(master, purpose), binding=_secret_binding(purpose)
+    )
 
 
 def rewrap_all_keys() -> int:

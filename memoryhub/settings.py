@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -56,12 +58,25 @@ DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
 
 
 def _local_secret(filename: str, generate: str) -> str:
-    """Read a development secret from DATA_DIR, creating it on first use (never committed)."""
+    """Read a development secret from DATA_DIR, creating it on first use (never committed).
+
+    The secret is written to a private temporary file (0600 from its first byte, whatever the
+    umask) and linked into place, which fails if the name exists: a reader never sees a partial
+    file, and of two processes starting at once the second keeps the first one's secret.
+    """
     path = DATA_DIR / filename
     if not path.exists():
         DATA_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(generate)
-        path.chmod(0o600)
+        fd, temporary = tempfile.mkstemp(dir=DATA_DIR, prefix=f".{filename}.")
+        try:
+            with os.fdopen(fd, "w") as file:
+                file.write(generate)
+                file.flush()
+                os.fsync(file.fileno())
+            with contextlib.suppress(FileExistsError):  # Another process was first: use theirs.
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
     return path.read_text().strip()
 
 
@@ -283,6 +298,8 @@ ACCOUNT_EMAIL_VERIFICATION = env_str(
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "MemoryHub"
+# TOTP secrets and recovery seeds are stored sealed under a master key (accounts/adapter.py).
+MFA_ADAPTER = "accounts.adapter.MFAAdapter"
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")

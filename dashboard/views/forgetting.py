@@ -47,12 +47,13 @@ def _keep_receipt(
     # The receipt page is a GET after the POST (reload-safe); the session carries it there.
     receipt_id = str(uuid4())
     named = [{"kind": item.kind, "content": item.content} for item in items or []]
-    sealed = cipher_for(request.user).encrypt_json(
-        named, table=RECEIPT_TABLE, row_id=receipt_id, field="items"
-    )
+    cipher = cipher_for(request.user)
+    sealed = cipher.encrypt_json(named, table=RECEIPT_TABLE, row_id=receipt_id, field="items")
+    # "everything about “divorce”" names the forgotten topic: sealed too, never in clear.
+    sealed_what = cipher.encrypt(what, table=RECEIPT_TABLE, row_id=receipt_id, field="what")
     request.session[RECEIPT_SESSION_KEY] = {
         "id": receipt_id,
-        "what": what,
+        "sealed_what": base64.b64encode(sealed_what).decode(),
         "mode": mode_name,
         "counts": dict(sorted(receipt.counts.items())),
         "total": receipt.total,
@@ -71,6 +72,15 @@ def _take_named_items(request: AuthedRequest, data: dict[str, Any]) -> list[dict
     )
     request.session[RECEIPT_SESSION_KEY] = {**data, "named": None}
     return named
+
+
+def _open_what(request: AuthedRequest, data: dict[str, Any]) -> str:
+    """What the receipt says was forgotten; a receipt kept before sealing holds it as it is."""
+    if "sealed_what" not in data:
+        return str(data.get("what", ""))
+    return cipher_for(request.user).decrypt(
+        base64.b64decode(data["sealed_what"]), table=RECEIPT_TABLE, row_id=data["id"], field="what"
+    )
 
 
 def _preview_and_forget(
@@ -128,7 +138,11 @@ def receipt(request: AuthedRequest) -> HttpResponse:
     data: dict[str, Any] | None = request.session.get(RECEIPT_SESSION_KEY)
     named = _take_named_items(request, data) if data is not None else []
     if data is not None:
-        data = {**data, "deleted_at": datetime.fromisoformat(data["deleted_at"])}
+        data = {
+            **data,
+            "what": _open_what(request, data),
+            "deleted_at": datetime.fromisoformat(data["deleted_at"]),
+        }
     response = render(request, "dashboard/receipt.html", {"receipt": data, "named": named})
     response["Cache-Control"] = "no-store"  # It may name forgotten items: keep no copy.
     return response

@@ -23,7 +23,10 @@ class JournalEntry(models.Model):
     mode = models.ForeignKey(Mode, on_delete=models.CASCADE, related_name="+")
     entry_type = models.CharField(max_length=16, choices=EntryType.choices)
     summary_ciphertext = models.BinaryField()
-    key = models.CharField(max_length=200, blank=True)
+    # The agent's dedup key may name the user's business ("divorce-lawyer-call"): it is kept as
+    # a keyed hash under the user's data key, to match on, and as ciphertext, to show.
+    key_hash = models.CharField(max_length=64, blank=True)
+    key_ciphertext = models.BinaryField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     resolved_at = models.DateTimeField(null=True, blank=True)
 

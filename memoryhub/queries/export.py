@@ -170,6 +170,11 @@ def _journal(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict[
                 "summary": cipher.decrypt(
                     entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
                 ),
+                "key": cipher.decrypt(
+                    entry.key_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="key"
+                )
+                if entry.key_ciphertext is not None
+                else "",
                 "created_at": _when(entry.created_at),
                 "resolved_at": _when(entry.resolved_at),
             }

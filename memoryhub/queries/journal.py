@@ -31,11 +31,16 @@ def decrypt_journal_entry(entry: JournalEntry, cipher: UserCipher) -> JournalIte
     summary = cipher.decrypt(
         entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
     )
+    key = (
+        cipher.decrypt(entry.key_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="key")
+        if entry.key_ciphertext is not None
+        else ""
+    )
     return JournalItem(
         id=entry.pk,
         entry_type=entry.entry_type,
         summary=summary,
-        key=entry.key,
+        key=key,
         created_at=entry.created_at,
         resolved_at=entry.resolved_at,
         is_flagged=looks_like_instructions(summary),
@@ -62,9 +67,9 @@ def list_journal(
     seen_keys: set[str] = set()
     kept: list[JournalEntry] = []
     for entry in entries.order_by("-created_at", "-id"):
-        if entry.key and entry.key in seen_keys:
+        if entry.key_hash and entry.key_hash in seen_keys:
             continue
-        seen_keys.add(entry.key)
+        seen_keys.add(entry.key_hash)
         kept.append(entry)
         if len(kept) >= limit:
             break

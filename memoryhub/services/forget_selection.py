@@ -267,13 +267,19 @@ def _select_journal(
     )
     if not (selector.topic or selector.query):
         return set(entries.values_list("pk", flat=True))
-    texts = {
-        entry.pk: cipher.decrypt(
-            entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
-        )
-        for entry in entries
-    }
+    texts = {entry.pk: _journal_text(entry, cipher) for entry in entries}
     return select_texts(selector, texts, embedder)
+
+
+def _journal_text(entry: JournalEntry, cipher: UserCipher) -> str:
+    """The note's summary and its key: an agent may put the topic in either."""
+    summary = cipher.decrypt(
+        entry.summary_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="summary"
+    )
+    if entry.key_ciphertext is None:
+        return summary
+    key = cipher.decrypt(entry.key_ciphertext, table=JOURNAL_TABLE, row_id=entry.pk, field="key")
+    return f"{summary}\n{key}"
 
 
 def _select_history(

@@ -37,11 +37,16 @@ def add_journal_entry(
         raise InvalidInputError("type must be one of: " + ", ".join(JournalEntry.EntryType.values))
     summary = check_content(summary, field="summary")
     key = key.strip()[:200]
+    cipher = cipher_for(user)
+    # Security invariant: the key is matched by its keyed hash; it is stored only encrypted.
+    key_hash = cipher.journal_key_hash(key) if key else ""
     with transaction.atomic():
         if key:
             existing = (
                 JournalEntry.objects.select_for_update()
-                .filter(agent=agent, user=user, mode=mode, key=key, resolved_at__isnull=True)
+                .filter(
+                    agent=agent, user=user, mode=mode, key_hash=key_hash, resolved_at__isnull=True
+                )
                 .order_by("-created_at")
                 .first()
             )
@@ -62,10 +67,13 @@ def add_journal_entry(
             user=user,
             mode=mode,
             entry_type=entry_type,
-            summary_ciphertext=cipher_for(user).encrypt(
+            summary_ciphertext=cipher.encrypt(
                 summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
             ),
-            key=key,
+            key_hash=key_hash,
+            key_ciphertext=cipher.encrypt(key, table=JOURNAL_TABLE, row_id=entry_id, field="key")
+            if key
+            else None,
         )
         record_access(
             actor=actor,

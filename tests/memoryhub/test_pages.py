@@ -19,7 +19,8 @@ def test_dashboard_redirects_anonymous_visitors_to_login(client, db):
     assert response["Location"].startswith("/accounts/login/")
 
 
-def test_demo_data_is_visible_on_the_dashboard_per_mode(client, db, capsys):
+def test_demo_data_is_visible_on_the_dashboard_per_mode(client, db, capsys, settings):
+    settings.DEBUG = True  # The demo account only exists in development.
     call_command("load_demo")
     output = capsys.readouterr().out
     assert "demo@example.com" in output
@@ -36,7 +37,8 @@ def test_demo_data_is_visible_on_the_dashboard_per_mode(client, db, capsys):
     assert "Hexa Logistics" in work and "peanuts" not in work
 
 
-def test_load_demo_twice_reuses_the_data(db, capsys):
+def test_load_demo_twice_reuses_the_data(db, capsys, settings):
+    settings.DEBUG = True
     call_command("load_demo")
     call_command("load_demo")
     assert User.objects.filter(email="demo@example.com").count() == 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -140,6 +141,10 @@ class Command(BaseCommand):
     help = "Create (or refresh) the demo workspace, user, agent and memories."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Security invariant: a published password opens the demo account, so it exists only on
+        # a development machine; a production database never gets it.
+        if not settings.DEBUG:
+            raise CommandError("the demo account only exists with DEBUG on (development)")
         workspace = get_or_create_workspace(slug="demo", name="Demo workspace")
         user = User.objects.filter(email="demo@example.com").first()
         is_new = user is None

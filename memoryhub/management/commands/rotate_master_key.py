@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from accounts.adapter import reseal_mfa_secrets
 from memoryhub.keyring import master_keys, rewrap_all_keys
 from memoryhub.workspace_keyring import rewrap_workspace_keys
 
@@ -24,3 +25,5 @@ class Command(BaseCommand):
         # Workspace keys (the knowledge graph) are wrapped by the same master keys.
         workspaces = rewrap_workspace_keys()
         self.stdout.write(f"Re-wrapped {workspaces} workspace data key(s).")
+        # TOTP secrets and recovery seeds are sealed under a master key too.
+        self.stdout.write(f"Re-sealed {reseal_mfa_secrets()} two-factor secret(s).")
