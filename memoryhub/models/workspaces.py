@@ -46,7 +46,7 @@ class Workspace(models.Model):
 
 
 class UserManager(BaseUserManager["User"]):
-    """Users log in by email; agent-created users may have none until they claim the account."""
+    """Users log in by email; agent-created users have none until a person links their login."""
 
     use_in_migrations = True
 
@@ -78,7 +78,7 @@ class User(AbstractUser):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     username = None  # type: ignore[assignment]  # Email is the login; see UserManager.
-    # Agent-created users may have no email until they claim the account.
+    # Agent-created users have no email until a person links their login (services/user_links.py).
     email = models.EmailField(unique=True, null=True, blank=True)  # type: ignore[assignment]  # Nullable on purpose.
     workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="users")
     # NULL, not "": many users without an external id must pass the unique constraint.
