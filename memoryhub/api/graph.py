@@ -9,10 +9,13 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import Field
 
+from memoryhub.actors import Actor
 from memoryhub.errors import NotAuthenticatedError, PermissionDeniedError
-from memoryhub.models import ApiKey, Workspace
+from memoryhub.http import client_ip
+from memoryhub.models import ApiKey, Channel, Workspace
 from memoryhub.queries.graph import DEFAULT_LIMIT, MAX_LIMIT, graph_insights
 
+from .auth import actor_for_key
 from .schemas import ERRORS
 
 router = Router(tags=["graph"])
@@ -41,7 +44,8 @@ class GraphInsightsOut(Schema):
     unanswered: list[UnansweredOut]
 
 
-def _agent_workspace(request: HttpRequest) -> Workspace:
+def _agent_workspace(request: HttpRequest) -> tuple[Workspace, Actor]:
+    """The calling agent's workspace, and the agent as the audit actor of what it reads."""
     api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
     if not isinstance(api_key, ApiKey):
         raise NotAuthenticatedError("missing, unknown or revoked API key")
@@ -49,7 +53,8 @@ def _agent_workspace(request: HttpRequest) -> Workspace:
     # never for one user's personal key.
     if api_key.agent is None:
         raise PermissionDeniedError("graph insights are for workspace agents, not personal keys")
-    return api_key.agent.workspace
+    actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
+    return api_key.agent.workspace, actor
 
 
 @router.get("/graph/insights", response={200: GraphInsightsOut, **ERRORS})
@@ -58,7 +63,8 @@ def insights(request: HttpRequest, params: Query[InsightsQueryIn]) -> GraphInsig
 
     Both lists stay empty until the graph holds the workspace's minimum number of nodes.
     """
-    found = graph_insights(_agent_workspace(request), limit=params.limit)
+    workspace, actor = _agent_workspace(request)
+    found = graph_insights(workspace, actor=actor, limit=params.limit)
     return GraphInsightsOut(
         enabled=found.enabled,
         nodes=found.nodes,

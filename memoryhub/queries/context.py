@@ -285,8 +285,10 @@ def assemble_context(
             k=KNOWLEDGE_K,
         )
         lists.append(_list(KNOWLEDGE, "knowledge", "knowledge", passages))
-    if KNOWLEDGE in enabled and is_start:
-        insights = layers.graph_insight_entries(workspace=user.workspace)
+    # Security invariant: the insights hold other users' (scrubbed) questions. They are for
+    # the workspace's agents; a personal key acts for one user and never gets them.
+    if KNOWLEDGE in enabled and is_start and agent is not None:
+        insights = layers.graph_insight_entries(workspace=user.workspace, actor=actor)
         lists.append(_list(KNOWLEDGE, "graph_insights", "graph-insights", insights))
 
     bundle = fit_context(trusted=trusted, lists=lists, message=message, budget=budget)

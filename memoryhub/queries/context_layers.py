@@ -18,6 +18,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Case, IntegerField, Value, When
 from pgvector.django import CosineDistance
 
+from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
 from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
@@ -261,9 +262,9 @@ def knowledge_passages(
     ]
 
 
-def graph_insight_entries(*, workspace: Workspace) -> list[Entry]:
+def graph_insight_entries(*, workspace: Workspace, actor: Actor) -> list[Entry]:
     """The workspace graph's popular items and unanswered questions; none below its threshold."""
-    insights = graph_insights(workspace)
+    insights = graph_insights(workspace, actor=actor)
     if not insights.enabled:
         return []
     return [Entry(key=f"graph:{n}", text=line) for n, line in enumerate(insight_lines(insights))]

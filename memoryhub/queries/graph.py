@@ -19,6 +19,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.fencing import fence_untrusted
+from memoryhub.injection import looks_like_instructions
 from memoryhub.models import (
     EdgeType,
     GraphEdge,
@@ -132,6 +133,7 @@ def _decrypt(cipher: WorkspaceCipher, node_id: UUID, blob: bytes | memoryview | 
 def graph_insights(
     workspace: Workspace,
     *,
+    actor: Actor,
     limit: int = DEFAULT_LIMIT,
     min_nodes: int | None = None,
     now: datetime | None = None,
@@ -140,6 +142,7 @@ def graph_insights(
 
     Both lists stay empty until the graph holds `workspace.graph_min_nodes` nodes (`min_nodes`
     overrides it for the admin page). The two queries run as one statement (see _INSIGHTS_SQL).
+    Reading them is audited: the questions are other users' (scrubbed) words.
     """
     threshold = workspace.graph_min_nodes if min_nodes is None else min_nodes
     since = (now or timezone.now()) - timedelta(days=UNANSWERED_WINDOW_DAYS)
@@ -167,17 +170,25 @@ def graph_insights(
     except KeyDestroyedError:
         # Crypto-shredded: the nodes are unreadable noise until the purge takes them.
         return GraphInsights(enabled=enabled, nodes=nodes, min_nodes=threshold)
+    texts = {node_id: _decrypt(cipher, node_id, blob) for _, _, node_id, _, blob, _, _ in rows[1:]}
+    # An item or question that reads like instructions is shown to no agent (older nodes may
+    # predate the write-time check in services/graph/recording.py).
+    shown = {node_id for node_id, text in texts.items() if not looks_like_instructions(text)}
     popular = tuple(
-        PopularItem(name=_decrypt(cipher, node_id, blob), count=hits, node_type=node_type)
-        for part, _, node_id, node_type, blob, hits, _ in rows
-        if part == 1
+        PopularItem(name=texts[node_id], count=hits, node_type=node_type)
+        for part, _, node_id, node_type, _, hits, _ in rows
+        if part == 1 and node_id in shown
     )
     unanswered = tuple(
-        UnansweredQuestion(
-            question=_decrypt(cipher, node_id, blob), count=hits, last_asked_at=last_at
-        )
-        for part, _, node_id, _, blob, hits, last_at in rows
-        if part == 2
+        UnansweredQuestion(question=texts[node_id], count=hits, last_asked_at=last_at)
+        for part, _, node_id, _, _, hits, last_at in rows
+        if part == 2 and node_id in shown
+    )
+    record_access(
+        actor=actor,
+        subject_user_id=None,
+        action="graph.insights",
+        object_ids=[workspace.slug, *(str(node_id) for node_id in sorted(shown))],
     )
     return GraphInsights(
         enabled=enabled,
@@ -200,9 +211,9 @@ def insight_lines(insights: GraphInsights) -> list[str]:
     return lines
 
 
-def graph_insights_block(workspace: Workspace) -> str | None:
+def graph_insights_block(workspace: Workspace, *, actor: Actor) -> str | None:
     """The "graph insights" context block, fenced as untrusted data; None below the threshold."""
-    insights = graph_insights(workspace)
+    insights = graph_insights(workspace, actor=actor)
     lines = insight_lines(insights)
     if not insights.enabled or not lines:
         return None
@@ -237,6 +248,6 @@ def graph_overview(workspace: Workspace, *, actor: Actor, runs: int = 10) -> Gra
     return GraphOverview(
         node_counts=_counts(nodes),
         edge_counts=_counts(edges),
-        insights=graph_insights(workspace, limit=10, min_nodes=0),
+        insights=graph_insights(workspace, actor=actor, limit=10, min_nodes=0),
         runs=tuple(GraphMaintenanceRun.objects.filter(workspace=workspace)[:runs]),
     )

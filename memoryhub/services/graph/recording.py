@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError, InvalidInputError, KeyDestroyedError, NotFoundError
+from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
 from memoryhub.models import (
     EdgeType,
@@ -152,14 +153,17 @@ def parse_items(items: Iterable[object], *, declared: Mapping[str, bool]) -> lis
 
     An item is `{"name": …}` (or title, label, id, sku), with an optional `id` (its identity),
     `type` (a declared node type, or "tool_call"; anything else is an item) and `relation`
-    (searched_for, viewed, booked, asked_about; searched_for by default).
+    (searched_for, viewed, booked, asked_about; searched_for by default). An item whose name
+    or id reads like instructions to a model is dropped.
     """
     refs: list[ItemRef] = []
     for item in items:
         if not isinstance(item, Mapping):
             continue
         name = next((_text_of(item.get(f)) for f in ITEM_NAME_FIELDS if _text_of(item.get(f))), "")
-        if not name:
+        # Security invariant: item names are shown to every agent of the workspace (insights in
+        # their context), so one agent's "ignore previous instructions" never becomes a node.
+        if not name or looks_like_instructions(f"{name}\n{_text_of(item.get('id'))}"):
             continue
         kind = _text_of(item.get("type")).casefold()
         relation = _text_of(item.get("relation")).casefold()
