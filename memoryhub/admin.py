@@ -1,25 +1,91 @@
-"""Django admin: configuration objects are editable; memory text and audit rows are not."""
+"""Django admin: configuration objects are editable; memory text and audit rows are not.
+
+Every save and delete through the admin writes an audit row on the "admin" channel, against
+the user it touches. What a user, agent, key or mode belongs to is fixed once created: moving a
+user to another workspace (or a key to another agent) would hand their memory to strangers.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+from uuid import UUID
 
 from django import forms
 from django.contrib import admin
+from django.db import models
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from memoryhub.actors import Actor
 from memoryhub.errors import InvalidInputError
+from memoryhub.http import client_ip
 from memoryhub.models import (
+    ActorType,
     Agent,
     ApiKey,
     AuditEntry,
+    Channel,
     ExtractionRun,
     Mode,
     User,
     Workspace,
     WorkspaceNodeType,
 )
+from memoryhub.services.audit import record_access
 from memoryhub.services.graph.recording import check_node_type_slug
+
+AdminModel = TypeVar("AdminModel", bound=models.Model)
+
+
+def _admin_actor(request: HttpRequest) -> Actor:
+    return Actor(
+        ActorType.ADMIN,
+        str(request.user.pk),
+        Channel.ADMIN,
+        label=getattr(request.user, "email", "") or "",
+        client_ip=client_ip(request),
+    )
+
+
+class AuditedAdmin(admin.ModelAdmin[AdminModel], Generic[AdminModel]):
+    """Audits every add, change and delete; `fixed_fields` cannot change once the row exists."""
+
+    fixed_fields: Sequence[str] = ()
+
+    def subject_of(self, obj: AdminModel) -> UUID | None:
+        """The user whose data the row is part of (None: workspace configuration)."""
+        return None
+
+    def get_readonly_fields(self, request: HttpRequest, obj: AdminModel | None = None) -> Any:
+        readonly = tuple(super().get_readonly_fields(request, obj))
+        return readonly if obj is None else (*readonly, *self.fixed_fields)
+
+    def _audit(self, request: HttpRequest, obj: AdminModel, action: str, fields: Any) -> None:
+        record_access(
+            actor=_admin_actor(request),
+            subject_user_id=self.subject_of(obj),
+            action=f"admin.{obj._meta.model_name}.{action}"[:40],
+            object_ids=[obj.pk, *(f"field:{name}" for name in fields)],
+        )
+
+    def save_model(self, request: HttpRequest, obj: AdminModel, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        self._audit(request, obj, "change" if change else "add", form.changed_data)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        super().save_formset(request, form, formset, change)
+        if formset.has_changed():  # An inline (a workspace's node types): the parent's row.
+            self._audit(request, form.instance, "change", [formset.prefix])
+
+    def delete_model(self, request: HttpRequest, obj: AdminModel) -> None:
+        self._audit(request, obj, "delete", ())
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AdminModel]) -> None:
+        for obj in queryset:
+            self._audit(request, obj, "delete", ())
+        super().delete_queryset(request, queryset)
 
 
 class WorkspaceNodeTypeForm(forms.ModelForm[WorkspaceNodeType]):
@@ -52,27 +118,35 @@ class WorkspaceNodeTypeInline(admin.TabularInline[WorkspaceNodeType, Workspace])
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin[Workspace]):
+class WorkspaceAdmin(AuditedAdmin[Workspace]):
     list_display = ("slug", "name", "review_threshold", "created_at")
     search_fields = ("slug", "name")
     inlines = (WorkspaceNodeTypeInline,)
 
 
 @admin.register(User)
-class UserAdmin(admin.ModelAdmin[User]):
+class UserAdmin(AuditedAdmin[User]):
     list_display = ("email", "external_id", "workspace", "is_staff", "is_memory_paused")
     list_filter = ("workspace", "is_staff")
     search_fields = ("email", "external_id")
     exclude = ("password",)
+    fixed_fields = ("workspace",)
+
+    def subject_of(self, obj: User) -> UUID | None:
+        return obj.pk
 
 
 @admin.register(Mode)
-class ModeAdmin(admin.ModelAdmin[Mode]):
+class ModeAdmin(AuditedAdmin[Mode]):
     list_display = ("slug", "user", "created_at")
+    fixed_fields = ("user", "slug")
+
+    def subject_of(self, obj: Mode) -> UUID | None:
+        return obj.user_id
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin[Agent]):
+class AgentAdmin(AuditedAdmin[Agent]):
     list_display = (
         "name",
         "workspace",
@@ -82,6 +156,7 @@ class AgentAdmin(admin.ModelAdmin[Agent]):
         "recall_top_k",
     )
     list_filter = ("workspace", "is_active")
+    fixed_fields = ("workspace",)
     fieldsets = (
         (None, {"fields": ("workspace", "name", "persona", "is_active")}),
         (
@@ -101,9 +176,13 @@ class AgentAdmin(admin.ModelAdmin[Agent]):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin[ApiKey]):
+class ApiKeyAdmin(AuditedAdmin[ApiKey]):
     list_display = ("prefix", "agent", "user", "mode", "created_at", "last_used_at", "revoked_at")
     readonly_fields = ("prefix", "key_hash", "created_at", "last_used_at")
+    fixed_fields = ("agent", "user", "mode")
+
+    def subject_of(self, obj: ApiKey) -> UUID | None:
+        return obj.user_id
 
 
 @admin.register(AuditEntry)

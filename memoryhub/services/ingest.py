@@ -187,6 +187,16 @@ def run_extraction(
     _start_run(run, session_row, choice)
     try:
         transcript = load_transcript(session_row)
+        if not isinstance(choice.extractor, OfflineExtractor):
+            # Every extractor but the in-process one sends the transcript out (to an LLM):
+            # that read of the user's words is audited before the text leaves.
+            record_access(
+                actor=actor,
+                subject_user_id=session_row.user_id,
+                action="transcript.sent_to_llm",
+                object_ids=[message.id for message in transcript.messages],
+                mode=session_row.mode.slug,
+            )
         result = choice.extractor.extract(transcript)
         return _finish_run(run, session_row, transcript, result, embedder, actor)
     except MemoryPausedError:
