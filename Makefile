@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exists)
+	$(BIN)/python manage.py export_embedding_model
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
 	$(BIN)/python manage.py runstack
