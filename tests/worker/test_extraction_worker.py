@@ -175,7 +175,12 @@ def test_a_worker_killed_mid_extraction_leaves_it_to_be_done_exactly_once(
         fake.add_replies(Reply(status=200, body=reply.body, delay=600), reply)
         end_session(session=session, actor=AGENT)  # Enqueues the task once committed.
         first = start_worker("first", fake.url)
-        _wait_for(lambda: len(fake.requests) == 1, "the first worker to call the LLM")
+        try:
+            _wait_for(lambda: len(fake.requests) == 1, "the first worker to call the LLM")
+        except AssertionError as error:
+            log = first.log.read_text(errors="replace")[-4000:]
+            status = _extraction_status(session)
+            raise AssertionError(f"{error}; session {status}; worker log:\n{log}") from None
         assert _extraction_status(session) == "running"
 
         first.kill()
