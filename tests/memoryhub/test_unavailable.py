@@ -16,44 +16,21 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from memoryhub.process_model import web_command
 from tests import factories
+from tests.pg_clusters import free_port
+from tests.processes import current_database_url, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
-    if db["HOST"].startswith("/"):  # A Unix socket directory (the embedded server).
-        return f"postgresql://{auth}@/{quote(db['NAME'])}?host={quote(db['HOST'])}"
-    return f"postgresql://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{quote(db['NAME'])}"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.1)
 
 
 def _get(
@@ -73,10 +50,10 @@ def _get(
 
 @pytest.fixture
 def one_connection_server(tmp_path: Path) -> Iterator[int]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": current_database_url(),
         "DATABASE_POOL_MAX_SIZE": "1",
         "DATABASE_POOL_MIN_SIZE": "1",
         "DATABASE_POOL_TIMEOUT_SECONDS": "1",
@@ -105,7 +82,7 @@ def one_connection_server(tmp_path: Path) -> Iterator[int]:
         return True
 
     try:
-        _wait_for(is_up, "the web server to listen")
+        wait_for(is_up, "the web server to listen", timeout=60, interval=0.1)
         yield port
     finally:
         os.killpg(process.pid, signal.SIGKILL)
@@ -113,7 +90,7 @@ def one_connection_server(tmp_path: Path) -> Iterator[int]:
 
 
 def _first_request_waits_on_a_lock() -> bool:
-    with psycopg.connect(_database_url(), autocommit=True) as probe:
+    with psycopg.connect(current_database_url(), autocommit=True) as probe:
         row = probe.execute(
             "SELECT count(*) FROM pg_stat_activity "
             "WHERE wait_event_type = 'Lock' AND datname = current_database()"
@@ -126,11 +103,16 @@ def _while_the_pool_is_taken(
 ) -> tuple[int, tuple[int, dict[str, str], bytes]]:
     """Block `take` on a lock of `table` (it holds the only connection), then call `then`."""
     first: list[int] = []
-    with psycopg.connect(_database_url(), autocommit=False) as holder:
+    with psycopg.connect(current_database_url(), autocommit=False) as holder:
         holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         blocked = threading.Thread(target=lambda: first.append(take()))
         blocked.start()
-        _wait_for(_first_request_waits_on_a_lock, "the first request to block in PostgreSQL")
+        wait_for(
+            _first_request_waits_on_a_lock,
+            "the first request to block in PostgreSQL",
+            timeout=60,
+            interval=0.1,
+        )
         second = then()
         holder.rollback()  # Releases the lock: the first request goes on.
     blocked.join(timeout=30)

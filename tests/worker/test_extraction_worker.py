@@ -12,17 +12,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 import redis
 from celery import Celery
 from django.conf import settings
-from django.db import connection
 
 from memoryhub.actors import Actor
 from memoryhub.celery import app
@@ -30,6 +27,7 @@ from memoryhub.models import ActorType, Channel, ExtractionRun, Memory, Session
 from memoryhub.services.sessions import add_message, end_session, start_session
 from tests import factories
 from tests.fake_anthropic import FakeAnthropic, Reply, tool_use_reply
+from tests.processes import current_database_url, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -39,23 +37,6 @@ BROKER_URL = f"redis://127.0.0.1:6379/{REDIS_DB}"
 VISIBILITY_TIMEOUT_SECONDS = 3
 REPO = Path(__file__).resolve().parents[2]
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")
-
-
-def _database_url() -> str:
-    """The URL of the test database this process uses, for the worker to use too."""
-    db = connection.settings_dict
-    auth = quote(db["USER"]) + (f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else "")
-    if db["HOST"].startswith("/"):  # A Unix socket directory (the embedded server).
-        return f"postgresql://{auth}@/{quote(db['NAME'])}?host={quote(db['HOST'])}"
-    return f"postgresql://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{quote(db['NAME'])}"
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -101,7 +82,7 @@ def start_worker(tmp_path: Path, transactional_db) -> Iterator[Callable[[str, st
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": current_database_url(),
             "DATABASE_CONN_MAX_AGE": "0",
             "CELERY_BROKER_URL": BROKER_URL,
             "CELERY_VISIBILITY_TIMEOUT_SECONDS": str(VISIBILITY_TIMEOUT_SECONDS),
@@ -176,7 +157,7 @@ def test_a_worker_killed_mid_extraction_leaves_it_to_be_done_exactly_once(
         end_session(session=session, actor=AGENT)  # Enqueues the task once committed.
         first = start_worker("first", fake.url)
         try:
-            _wait_for(lambda: len(fake.requests) == 1, "the first worker to call the LLM")
+            wait_for(lambda: len(fake.requests) == 1, "the first worker to call the LLM")
         except AssertionError as error:
             log = first.log.read_text(errors="replace")[-4000:]
             status = _extraction_status(session)
@@ -188,12 +169,12 @@ def test_a_worker_killed_mid_extraction_leaves_it_to_be_done_exactly_once(
         assert broker.hlen("unacked") == 1  # Never acknowledged: the broker still owns it.
 
         second = start_worker("second", fake.url)
-        _wait_for(lambda: _extraction_status(session) == "done", "the redelivered extraction")
-        _wait_for(lambda: broker.hlen("unacked") == 0, "the second worker to acknowledge it")
+        wait_for(lambda: _extraction_status(session) == "done", "the redelivered extraction")
+        wait_for(lambda: broker.hlen("unacked") == 0, "the second worker to acknowledge it")
 
         # A duplicate delivery (a producer retry, say) must change nothing either.
         duplicate = producer.send_task("memoryhub.extract_session", args=[str(session.pk)])
-        _wait_for(lambda: second.has_finished(duplicate.id), "the duplicate task")
+        wait_for(lambda: second.has_finished(duplicate.id), "the duplicate task")
         assert len(fake.requests) == 2
 
     runs = ExtractionRun.objects.filter(session=session)
