@@ -2,45 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from memoryhub import crypto
-from memoryhub.embedded_db import client_binary
 from memoryhub.errors import DecryptionError, KeyDestroyedError
 from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
 from memoryhub.models import Memory, UserKey
 from memoryhub.queries.memories import decrypt_memory, get_memory
 from tests.factories import make_memory
+from tests.security.canary_scan import columns_holding, dump_holds
 
 CANARY = "canary-7f3e9b2a-plaintext-must-never-be-stored"
-
-
-def _columns_holding(text: str) -> list[str]:
-    """Every text, bytea, JSON and array column of every table that contains `text`."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT table_name, column_name, data_type FROM information_schema.columns
-            WHERE table_schema = 'public'
-              AND data_type IN ('text', 'character varying', 'bytea', 'json', 'jsonb', 'ARRAY')
-            """
-        )
-        columns = cursor.fetchall()
-        hits = []
-        for table, column, data_type in columns:
-            if data_type == "bytea":
-                condition = f"position(convert_to(%s, 'UTF8') in \"{column}\") > 0"
-            else:
-                condition = f'position(%s in "{column}"::text) > 0'
-            cursor.execute(f'SELECT count(*) FROM "{table}" WHERE {condition}', [text])  # noqa: S608
-            if cursor.fetchone()[0]:
-                hits.append(f"{table}.{column}")
-        return hits
 
 
 def test_canary_never_appears_in_plaintext_in_any_column(user, personal, embedder, system_actor):
@@ -51,7 +26,7 @@ def test_canary_never_appears_in_plaintext_in_any_column(user, personal, embedde
         embedder=embedder,
         payload={"note": CANARY, "topics": [CANARY]},
     )
-    assert _columns_holding(CANARY) == []
+    assert columns_holding(CANARY) == []
     # ...and the domain API still reads it back.
     item = get_memory(user=user, mode=personal, memory_id=memory.id, actor=system_actor)
     assert CANARY in item.content
@@ -61,31 +36,13 @@ def test_canary_never_appears_in_plaintext_in_any_column(user, personal, embedde
 def test_the_plaintext_scan_finds_plaintext_when_there_is_some(user):
     user.display_name = CANARY
     user.save(update_fields=["display_name"])
-    assert "memoryhub_user.display_name" in _columns_holding(CANARY)
+    assert "memoryhub_user.display_name" in columns_holding(CANARY)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_pg_dump_of_the_database_holds_no_plaintext(user, personal, embedder):
     make_memory(user, personal, f"Remember {CANARY}", embedder=embedder)
-    settings_dict = connection.settings_dict
-    dump = subprocess.run(  # noqa: S603
-        [
-            str(client_binary("pg_dump")),
-            "--data-only",
-            "-h",
-            settings_dict["HOST"],
-            "-p",
-            settings_dict["PORT"] or "5432",
-            "-U",
-            settings_dict["USER"] or "postgres",
-            settings_dict["NAME"],
-        ],
-        capture_output=True,
-        check=True,
-        text=True,
-    ).stdout
-    assert "memoryhub_memory" in dump  # the dump did include the memory table
-    assert CANARY not in dump
+    assert not dump_holds(CANARY)  # dump_holds checks the memory table was dumped.
 
 
 def test_ciphertext_moved_to_another_users_row_fails_to_decrypt(
