@@ -31,8 +31,9 @@ from tests.processes import current_database_url, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-# A Redis database of its own: the test empties it before it starts.
-REDIS_DB = 11
+# A Redis database of its own: the test empties it before it starts. Two test runs at once on
+# one machine each pick their own (MEMORYHUB_TEST_REDIS_DB).
+REDIS_DB = int(os.environ.get("MEMORYHUB_TEST_REDIS_DB", "11"))
 BROKER_URL = f"redis://127.0.0.1:6379/{REDIS_DB}"
 VISIBILITY_TIMEOUT_SECONDS = 3
 REPO = Path(__file__).resolve().parents[2]
