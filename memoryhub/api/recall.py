@@ -48,8 +48,8 @@ class ScoredMemoryOut(MemoryOut):
 
     @classmethod
     def scored(cls, item: MemoryItem) -> ScoredMemoryOut:
-        return cls(
-            **MemoryOut.of(item).model_dump(),
+        return cls.model_construct(
+            **MemoryOut.fields_of(item),
             score=item.score or 0.0,
             cosine=item.extra.get("cosine", 0.0),
             lexical=item.extra.get("lexical", 0.0),

@@ -179,22 +179,32 @@ class MemoryOut(Schema):
 
     @classmethod
     def of(cls, item: MemoryItem) -> MemoryOut:
-        return cls(
-            id=item.id,
-            kind=item.kind,
-            content=item.content,
-            confidence=item.confidence,
-            status=item.status,
-            source=item.source,
-            importance=item.importance,
-            payload=item.payload,
-            is_flagged=item.is_flagged,
-            personal_data=list(item.personal_data),
-            evidence_count=item.evidence_count,
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            occurred_at=item.occurred_at,
-        )
+        return cls.model_construct(**cls.fields_of(item))
+
+    @staticmethod
+    def fields_of(item: MemoryItem) -> dict[str, Any]:
+        """The schema's fields from a decrypted memory.
+
+        Built with `model_construct`: every value already has its type (MemoryItem is typed
+        and checked), and validating again through ninja's attribute getter cost more CPU than
+        the whole query on a page of 50 memories.
+        """
+        return {
+            "id": item.id,
+            "kind": item.kind,
+            "content": item.content,
+            "confidence": item.confidence,
+            "status": item.status,
+            "source": item.source,
+            "importance": item.importance,
+            "payload": item.payload,
+            "is_flagged": item.is_flagged,
+            "personal_data": list(item.personal_data),
+            "evidence_count": item.evidence_count,
+            "created_at": item.created_at,
+            "updated_at": item.updated_at,
+            "occurred_at": item.occurred_at,
+        }
 
 
 class MemoryBatchOut(Schema):

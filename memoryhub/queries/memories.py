@@ -156,7 +156,8 @@ def list_memories(
         )
     elif before is not None:
         queryset = queryset.filter(created_at__lt=before)
-    page = queryset.order_by("-created_at", "-id")
+    # The vector and the blind index are never shown: parsing 384 floats per row cost ~0.1 ms.
+    page = queryset.order_by("-created_at", "-id").defer("embedding", "blind_tokens")
     rows = read_for_user(user.pk, lambda using: list(page.using(using)[:limit]))
     items = decrypt_memories(rows, cipher_for(user))
     record_access(
