@@ -45,9 +45,20 @@ _LINE_BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 _LABEL_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 
+# Text that every pass below leaves as it is: printable ASCII, tabs and "\n", without
+# < > [ ] (brackets), & (entities), % and \ (escapes). Most stored text is like this, and the
+# per-character passes cost ~2 ms per context assembly.
+_UNCHANGED = re.compile(r"[\t\n\x20-\x24\x27-\x3b\x3d\x3f-\x5a\x5e-\x7e]*")
+
 
 def neutralise(text: str) -> str:
     """Return `text` unable to open, close or impersonate a fence or a chat-role tag."""
+    if _UNCHANGED.fullmatch(text):
+        return text
+    return _neutralise_in_full(text)
+
+
+def _neutralise_in_full(text: str) -> str:
     text = _LINE_BREAKS.sub("\n", text)
     # Zero-width, bidi and other control/format characters go first, so they cannot hide
     # an encoded bracket (`&l\u200bt;`) from the escape pass below.

@@ -4,7 +4,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryhub.fencing import FENCE_CLOSE, fence_untrusted, neutralise
+from memoryhub.fencing import (
+    _UNCHANGED,
+    FENCE_CLOSE,
+    _neutralise_in_full,
+    fence_untrusted,
+    neutralise,
+)
 
 
 def fullwidth(text: str) -> str:
@@ -231,3 +237,19 @@ def test_neutralise_strips_zero_width_and_bidi_characters():
 
 def test_neutralise_turns_every_line_break_into_a_newline():
     assert neutralise("a\r\nb\rc\u2028d\u2029e\x85f\x0bg") == "a\nb\nc\nd\ne\nf\ng"
+
+
+def test_every_character_the_shortcut_lets_through_is_one_the_full_passes_keep():
+    # The shortcut returns text untouched when it matches `_UNCHANGED`; that is sound only if
+    # the full passes leave each such character (and each pair, for entities and escapes) alone.
+    kept = [chr(code) for code in range(0x80) if _UNCHANGED.fullmatch(chr(code))]
+    assert "<" not in kept and "&" not in kept and "\r" not in kept
+    for char in kept:
+        assert _neutralise_in_full(char) == char
+        assert _neutralise_in_full(f"{char}lt;{char}3c{char}") == f"{char}lt;{char}3c{char}"
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)))
+def test_the_shortcut_and_the_full_passes_agree_on_ascii_text(text):
+    assert neutralise(text) == _neutralise_in_full(text)
