@@ -151,11 +151,17 @@ class OnnxMiniLMEmbedder:
             return self._workers
 
 
-def export_onnx_model() -> Path:
-    """Export the ONNX graph of the shipped model under DATA_DIR unless it is there; its path."""
+def export_onnx_model(*, remove_stale: bool = False) -> Path:
+    """Export the ONNX graph of the shipped model under DATA_DIR unless it is there; its path.
+
+    With `remove_stale`, graphs of older exports or packages beside it are deleted.
+    """
     from django.conf import settings
 
-    return onnx_model.ensure_exported(onnx_model.model_file(settings.DATA_DIR / "models"))
+    path = onnx_model.ensure_exported(onnx_model.model_file(settings.DATA_DIR / "models"))
+    if remove_stale:
+        onnx_model.remove_stale_exports(path)
+    return path
 
 
 @cache

@@ -69,6 +69,21 @@ def ensure_exported(path: Path) -> Path:
     return path
 
 
+def remove_stale_exports(path: Path) -> list[Path]:
+    """Delete the other graphs exported beside `path` (older revisions or packages); list them.
+
+    A process still running an older graph keeps it: its session holds it in memory.
+    """
+    stale = [
+        other
+        for other in path.parent.glob("all-MiniLM-L6-v2-*.onnx")
+        if other.name != path.name and other.is_file()
+    ]
+    for other in stale:
+        other.unlink()
+    return stale
+
+
 def export(path: Path) -> None:
     """Export the shipped weights to an ONNX graph at `path` (imports torch; seconds)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -183,3 +183,15 @@ def test_the_export_writes_a_graph_that_runs(tmp_path):
     vectors = onnx_model.OnnxSentenceModel(path=path, threads=1).embed(["hello", "bonjour"])
     assert vectors.shape == (2, 384)
     assert onnx_model.ensure_exported(path) == path  # already there: not exported again
+
+
+def test_stale_exports_are_removed_and_the_current_one_kept(tmp_path):
+    from memoryhub import onnx_model
+
+    current = tmp_path / "all-MiniLM-L6-v2-0.1.0-r2.onnx"
+    older = tmp_path / "all-MiniLM-L6-v2-0.1.0.onnx"
+    unrelated = tmp_path / "other-model.onnx"
+    for path in (current, older, unrelated):
+        path.write_bytes(b"graph")
+    assert onnx_model.remove_stale_exports(current) == [older]
+    assert sorted(tmp_path.iterdir()) == [current, unrelated]

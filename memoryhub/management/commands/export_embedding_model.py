@@ -13,5 +13,6 @@ class Command(BaseCommand):
     help = "Export the embedding model to ONNX from the installed weights (once; run by setup)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        path = export_onnx_model()
+        # Each export revision is its own ~90 MB file; setup keeps only the current one.
+        path = export_onnx_model(remove_stale=True)
         self.stdout.write(f"Embedding model: {path}")
