@@ -40,6 +40,7 @@ from bench.load_report import (
     judge,
     machine,
     scaling,
+    scaling_by_round,
     summarise_outcomes,
     write_report,
 )
@@ -70,6 +71,7 @@ class Options:
     agents: tuple[int, ...] = (1, 8, 32)
     workers: tuple[int, ...] = (1, 2)
     duration: float = 20.0
+    rounds: int = 1
     memories_per_user: int = 300
     pool_max_size: int = 10
     database: str = "memoryhub_load"
@@ -165,17 +167,25 @@ def measure_server(
         wait_until_ready(server, agents[0])
         summary["warm_up"] = warm_up(server, agents, timeout=options.request_timeout)
         print(f"workers={workers}: ready, warm-up {summary['warm_up']['slowest_seconds']} s")
-        for count in options.agents:
-            if time.monotonic() + options.duration + options.idle_wait + 15 > deadline:
-                report["skipped"].append(f"{count} agents x {workers} workers")
-                continue
-            run = run_configuration(server, agents[:count], monitor=monitor, options=options)
-            report["runs"].append(run)
-            print(
-                f"workers={workers} agents={count}: {run['throughput_per_second']} ok/s, "
-                f"errors {run['errors_by_status'] or 'none'}, lost {run['writes']['lost']}, "
-                f"connections {run['connections']['peak']}/{run['connections']['bound']}"
-            )
+        # Rounds interleave the agent counts (1, 8, 32, 1, 8, 32 …): on a VM whose host lends it
+        # more or less CPU from one minute to the next, each round's ratio compares runs
+        # made side by side.
+        for round_number in range(options.rounds):
+            for count in options.agents:
+                if time.monotonic() + options.duration + options.idle_wait + 15 > deadline:
+                    report["skipped"].append(
+                        f"{count} agents x {workers} workers, round {round_number + 1}"
+                    )
+                    continue
+                run = run_configuration(server, agents[:count], monitor=monitor, options=options)
+                run["round"] = round_number + 1
+                report["runs"].append(run)
+                print(
+                    f"workers={workers} agents={count} round {round_number + 1}: "
+                    f"{run['throughput_per_second']} ok/s, "
+                    f"errors {run['errors_by_status'] or 'none'}, lost {run['writes']['lost']}, "
+                    f"connections {run['connections']['peak']}/{run['connections']['bound']}"
+                )
     finally:
         server.stop()
         current.remove(server)
@@ -212,6 +222,7 @@ def run(options: Options) -> tuple[dict[str, Any], Path]:
         "code": code_version(REPO),
         "settings": {
             "duration_seconds": options.duration,
+            "rounds": options.rounds,
             "agents": list(options.agents),
             "workers": list(options.workers),
             "pool_max_size": options.pool_max_size,
@@ -264,6 +275,7 @@ def run(options: Options) -> tuple[dict[str, Any], Path]:
     report["machine"]["load_average_after"] = machine()["load_average"]
     report["seconds"] = round(time.monotonic() - started, 1)
     report["scaling"] = scaling(report["runs"])
+    report["scaling_by_round"] = scaling_by_round(report["runs"])
     report["targets"] = judge(report["runs"], report["servers"])
     return report, write_report(report, options.out)
 
@@ -278,6 +290,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     add("--agents", type=_counts, help="concurrent agents per configuration (default 1,8,32)")
     add("--workers", type=_counts, help="web worker processes (default 1,2)")
     add("--duration", type=float, help="seconds per configuration (default 20)")
+    add("--rounds", type=int, help="times each agent count runs, interleaved (default 1)")
     add("--memories-per-user", type=int, help="seeded per end user (default 300)")
     add("--pool-max-size", type=int, help="DATABASE_POOL_MAX_SIZE (default 10)")
     add("--database", help="the load database, dropped and created (default memoryhub_load)")

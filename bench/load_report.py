@@ -107,18 +107,28 @@ def code_version(repo: Path) -> dict[str, Any]:
     return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_changes": bool(changed)}
 
 
-def scaling(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
-    """Per worker count: throughput at 8 agents over throughput at 1 (None if either is missing)."""
-    ratios: dict[str, float | None] = {}
+def scaling_by_round(runs: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per worker count: throughput at 8 agents over throughput at 1, for each round."""
+    ratios: dict[str, list[float]] = {}
     for workers in sorted({run["workers"] for run in runs}):
-        by_agents = {run["agents"]: run for run in runs if run["workers"] == workers}
-        one, eight = by_agents.get(1), by_agents.get(8)
-        if one and eight and one["throughput_per_second"]:
-            ratio = eight["throughput_per_second"] / one["throughput_per_second"]
-            ratios[str(workers)] = round(ratio, 2)
-        else:
-            ratios[str(workers)] = None
+        own = [run for run in runs if run["workers"] == workers]
+        one = {run.get("round", 1): run for run in own if run["agents"] == 1}
+        eight = {run.get("round", 1): run for run in own if run["agents"] == 8}
+        ratios[str(workers)] = [
+            round(eight[n]["throughput_per_second"] / one[n]["throughput_per_second"], 2)
+            for n in sorted(one.keys() & eight.keys())
+            if one[n]["throughput_per_second"]
+        ]
     return ratios
+
+
+def scaling(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Per worker count: the median over rounds of throughput at 8 agents over throughput at
+    1 (None if either is missing)."""
+    return {
+        workers: round(statistics.median(ratios), 2) if ratios else None
+        for workers, ratios in scaling_by_round(runs).items()
+    }
 
 
 def judge(
@@ -188,7 +198,7 @@ def format_report(report: dict[str, Any]) -> str:
         "cores: CPU used by the web process / its PostgreSQL backends / everything else on the",
         "machine (other users; the bench itself is listed in the JSON)",
         "",
-        f"{'workers':>7} {'agents':>6} {'requests':>8} {'ok/s':>7}  "
+        f"{'workers':>7} {'agents':>6} {'round':>5} {'requests':>8} {'ok/s':>7}  "
         f"{'remember':>9} {'search':>9} {'context':>9} {'list':>9}  "
         f"{'lost/acked':>10} {'conns':>7} {'idle':>4} {'cores':>14}  errors",
     ]
@@ -197,7 +207,7 @@ def format_report(report: dict[str, Any]) -> str:
         conns = run["connections"]
         writes = run["writes"]
         lines.append(
-            f"{run['workers']:>7} {run['agents']:>6} {run['requests']:>8} "
+            f"{run['workers']:>7} {run['agents']:>6} {run.get('round', 1):>5} {run['requests']:>8} "
             f"{run['throughput_per_second']:>7.1f}  "
             f"{_cell(ops['remember']):>9} {_cell(ops['search']):>9} "
             f"{_cell(ops['context']):>9} {_cell(ops['list']):>9}  "
@@ -220,11 +230,13 @@ def format_report(report: dict[str, Any]) -> str:
     for skipped in report["skipped"]:
         lines.append(f"skipped (time cap): {skipped}")
     lines.append("")
+    by_round = scaling_by_round(report["runs"])
     ratios = ", ".join(
         f"{workers} worker(s): {ratio if ratio is not None else '-'}"
+        + (f" (rounds {by_round[workers]})" if len(by_round.get(workers, [])) > 1 else "")
         for workers, ratio in report["scaling"].items()
     )
-    lines.append(f"throughput 8 agents / 1 agent: {ratios}")
+    lines.append(f"throughput 8 agents / 1 agent (median over rounds): {ratios}")
     for target in report["targets"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a "}[target["passed"]]
         lines.append(f"  {verdict}  {target['target']}: {target['detail']}")

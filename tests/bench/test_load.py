@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bench.load_report import OPERATIONS, Outcome, summarise_outcomes
+from bench.load_report import OPERATIONS, Outcome, scaling, scaling_by_round, summarise_outcomes
 from bench.load_stack import HOST, base_database_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,3 +101,27 @@ def test_only_throttling_that_says_when_to_retry_is_an_expected_error(
     assert summary["unexpected_errors"] == unexpected
     assert summary["server_errors"] == server_error
     assert summary["ok"] == (1 if outcome.status == 200 else 0)
+
+
+def test_the_scaling_ratio_pairs_runs_of_the_same_round_and_takes_the_median():
+    def run(workers: int, agents: int, round_number: int, throughput: float) -> dict[str, object]:
+        return {
+            "workers": workers,
+            "agents": agents,
+            "round": round_number,
+            "throughput_per_second": throughput,
+        }
+
+    # The host lent less CPU in round 2: paired within rounds, each ratio stays near 1.6,
+    # where pairing round 1's single agent with round 2's eight would give 1.0.
+    runs = [
+        run(2, 1, 1, 30.0),
+        run(2, 8, 1, 48.0),
+        run(2, 1, 2, 20.0),
+        run(2, 8, 2, 30.0),
+        run(2, 1, 3, 25.0),
+        run(2, 8, 3, 42.5),
+        run(1, 1, 1, 30.0),  # no 8-agent run for one worker
+    ]
+    assert scaling_by_round(runs) == {"1": [], "2": [1.6, 1.5, 1.7]}
+    assert scaling(runs) == {"1": None, "2": 1.6}
