@@ -1,4 +1,10 @@
-"""Per-user data keys: create, load, destroy (crypto-shred) and re-wrap under new master keys."""
+"""Data keys of users and workspaces: create, load, destroy (crypto-shred), re-wrap; the ciphers.
+
+One implementation serves both owners. A user's ciphertexts and wrapped key are bound to the
+user's id; a workspace's (the knowledge graph: data of no single user) to a UUID derived from
+the workspace id: version 5, so it can never equal a user's (version 4) id, and a workspace's
+ciphertext or wrapped key can never be passed off as a user's.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ import base64
 import binascii
 import json
 import re
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -17,7 +25,7 @@ from django.db import IntegrityError, transaction
 
 from memoryhub import crypto
 from memoryhub.errors import DecryptionError, KeyDestroyedError
-from memoryhub.models import JournalEntry, Memory, Session, User, UserKey
+from memoryhub.models import JournalEntry, Memory, Session, User, UserKey, Workspace, WorkspaceKey
 
 TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
 # Models of other apps whose rows hold ciphertext under a user's data key (by "app.Model").
@@ -27,6 +35,7 @@ SEALED_ELSEWHERE = ("review.AnswerRecord", "review.LearningCandidate")
 SEALED_VALUE_PREFIX = "mhsec1"
 # The owner a sealed secret is bound to: a fixed UUID that is no user's (version 5).
 SECRET_OWNER = UUID("2c4f3a5e-8d1b-5e9f-a7c3-6b0d2e4f8a19")
+_WORKSPACE_NAMESPACE = UUID("6f1d4d2e-3c8a-5b7e-9a41-0c2f7e5d9b13")
 
 
 @cache
@@ -44,19 +53,23 @@ def tokenize(text: str) -> list[str]:
     return [crypto.normalise_token(t) for t in TOKEN_PATTERN.findall(text)]
 
 
-@dataclass(frozen=True)
-class UserCipher:
-    """Encrypts and decrypts one user's fields, each bound to its (table, row, field)."""
+def workspace_owner_id(workspace_id: int) -> UUID:
+    """The UUID a workspace's ciphertexts and wrapped key are bound to."""
+    return uuid.uuid5(_WORKSPACE_NAMESPACE, f"workspace:{workspace_id}")
 
-    user_id: UUID
+
+class _FieldCipher:
+    """Encrypts and decrypts an owner's fields, each bound to its (owner, table, row, field)."""
+
     data_key: bytes
 
-    def __repr__(self) -> str:
-        return f"UserCipher(user_id={self.user_id})"
+    @property
+    def owner_id(self) -> UUID:
+        raise NotImplementedError
 
     def _binding(self, table: str, row_id: object, field: str) -> crypto.FieldBinding:
         return crypto.FieldBinding(
-            user_id=self.user_id, table=table, row_id=str(row_id), field=field
+            user_id=self.owner_id, table=table, row_id=str(row_id), field=field
         )
 
     def encrypt(self, text: str, *, table: str, row_id: object, field: str) -> bytes:
@@ -68,6 +81,21 @@ class UserCipher:
         return crypto.decrypt_text(
             bytes(blob), key=self.data_key, binding=self._binding(table, row_id, field)
         )
+
+
+@dataclass(frozen=True)
+class UserCipher(_FieldCipher):
+    """Encrypts and decrypts one user's fields, each bound to its (table, row, field)."""
+
+    user_id: UUID
+    data_key: bytes
+
+    def __repr__(self) -> str:
+        return f"UserCipher(user_id={self.user_id})"
+
+    @property
+    def owner_id(self) -> UUID:
+        return self.user_id
 
     def encrypt_json(self, value: Any, *, table: str, row_id: object, field: str) -> bytes:
         return self.encrypt(
@@ -98,6 +126,113 @@ class UserCipher:
         return crypto.keyed_digest(key, crypto.normalise_token(slot.strip()), length=32)
 
 
+@dataclass(frozen=True)
+class WorkspaceCipher(_FieldCipher):
+    """Encrypts and decrypts one workspace's fields, each bound to its (table, row, field)."""
+
+    workspace_id: int
+    data_key: bytes
+
+    def __repr__(self) -> str:
+        return f"WorkspaceCipher(workspace_id={self.workspace_id})"
+
+    @property
+    def owner_id(self) -> UUID:
+        return workspace_owner_id(self.workspace_id)
+
+    def key_hash(self, value: str) -> str:
+        """A keyed hash of a normalised value: equal for "Hôtel  Lumière" and "hotel lumiere"."""
+        key = crypto.derive_subkey(self.data_key, "graph-key")
+        normalised = " ".join(crypto.normalise_token(value).split())
+        return crypto.keyed_digest(key, normalised, length=64)
+
+
+@dataclass(frozen=True)
+class _KeyStore:
+    """Where one kind of owner's wrapped data keys live, and what each is bound to."""
+
+    model: type[UserKey] | type[WorkspaceKey]
+    owner_field: str
+    bind: Callable[[Any], UUID]
+    missing: str
+
+    def rows(self, owner: Any) -> Any:
+        return self.model.objects.filter(**{self.owner_field: owner})
+
+    def unwrap(self, row: UserKey | WorkspaceKey) -> bytes:
+        return crypto.unwrap_data_key(
+            bytes(row.wrapped_key),
+            master_keys=master_keys(),
+            key_id=row.master_key_id,
+            user_id=self.bind(getattr(row, self.owner_field)),
+        )
+
+    def load(self, owner: Any) -> bytes:
+        row = self.rows(owner).first()
+        if row is None:
+            raise KeyDestroyedError(self.missing)
+        return self.unwrap(row)
+
+    def create(self, owner: Any) -> bytes:
+        newest = master_keys()[0]
+        data_key = crypto.generate_data_key()
+        try:
+            with transaction.atomic():
+                self.model.objects.create(
+                    **{self.owner_field: owner},
+                    wrapped_key=crypto.wrap_data_key(
+                        data_key, master=newest, user_id=self.bind(owner)
+                    ),
+                    master_key_id=newest.key_id,
+                )
+        except IntegrityError:
+            return self.load(owner)  # Another process created it first.
+        return data_key
+
+    def open(self, owner: Any, *, create: bool, before_create: Callable[[], None]) -> bytes:
+        # One query on the hot path (every read decrypts): load the row, create only when missing.
+        row = self.rows(owner).first()
+        if row is not None:
+            return self.unwrap(row)
+        if not create:
+            raise KeyDestroyedError(self.missing)
+        before_create()
+        return self.create(owner)
+
+    def destroy(self, owner: Any) -> bool:
+        deleted, _ = self.rows(owner).delete()
+        return int(deleted) > 0
+
+    def rewrap_all(self) -> int:
+        newest = master_keys()[0]
+        count = 0
+        for row in self.model.objects.exclude(master_key_id=newest.key_id).iterator():
+            with transaction.atomic():
+                locked = self.model.objects.select_for_update().get(pk=row.pk)
+                data_key = self.unwrap(locked)
+                locked.wrapped_key = crypto.wrap_data_key(
+                    data_key, master=newest, user_id=self.bind(getattr(locked, self.owner_field))
+                )
+                locked.master_key_id = newest.key_id
+                locked.save(update_fields=["wrapped_key", "master_key_id"])
+            count += 1
+        return count
+
+
+_USER_KEYS = _KeyStore(
+    model=UserKey,
+    owner_field="user_id",
+    bind=lambda user_id: user_id,
+    missing="this user's data key does not exist (destroyed or never created)",
+)
+_WORKSPACE_KEYS = _KeyStore(
+    model=WorkspaceKey,
+    owner_field="workspace_id",
+    bind=workspace_owner_id,
+    missing="this workspace's data key does not exist",
+)
+
+
 def has_sealed_data(user_id: UUID) -> bool:
     """Whether any row holds ciphertext under this user's data key."""
     # Messages and versions hang off sessions and memories: those two stand for them.
@@ -110,41 +245,13 @@ def has_sealed_data(user_id: UUID) -> bool:
     return any(rows.exists() for rows in sealed)
 
 
-def _create_key(user_id: UUID) -> bytes:
+def _refuse_fresh_key_for_old_data(user_id: UUID) -> None:
     # Security invariant: a missing key for existing data is an error, never a fresh key. A
     # fresh key would open nothing of the old data, yet new writes under it would sit next to
     # unreadable rows: the user half shredded. Account deletion is atomic, so this only
     # happens when a key was lost or destroyed out of band.
     if has_sealed_data(user_id):
         raise KeyDestroyedError("this user's data key is missing although their data exists")
-    newest = master_keys()[0]
-    data_key = crypto.generate_data_key()
-    try:
-        with transaction.atomic():
-            UserKey.objects.create(
-                user_id=user_id,
-                wrapped_key=crypto.wrap_data_key(data_key, master=newest, user_id=user_id),
-                master_key_id=newest.key_id,
-            )
-    except IntegrityError:
-        return _load_key(user_id)  # Another process created it first.
-    return data_key
-
-
-def _unwrap(row: UserKey) -> bytes:
-    return crypto.unwrap_data_key(
-        bytes(row.wrapped_key),
-        master_keys=master_keys(),
-        key_id=row.master_key_id,
-        user_id=row.user_id,
-    )
-
-
-def _load_key(user_id: UUID) -> bytes:
-    row = UserKey.objects.filter(user_id=user_id).first()
-    if row is None:
-        raise KeyDestroyedError("this user's data key does not exist (destroyed or never created)")
-    return _unwrap(row)
 
 
 def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
@@ -154,20 +261,30 @@ def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
     missing although ciphertext of the user exists (never a fresh key for old data).
     """
     user_id = user.pk if isinstance(user, User) else user
-    # One query on the hot path (every read decrypts): load the row, create only when missing.
-    row = UserKey.objects.filter(user_id=user_id).first()
-    if row is not None:
-        return UserCipher(user_id=user_id, data_key=_unwrap(row))
-    if not create:
-        raise KeyDestroyedError("this user's data key does not exist (destroyed or never created)")
-    return UserCipher(user_id=user_id, data_key=_create_key(user_id))
+    data_key = _USER_KEYS.open(
+        user_id, create=create, before_create=lambda: _refuse_fresh_key_for_old_data(user_id)
+    )
+    return UserCipher(user_id=user_id, data_key=data_key)
+
+
+def workspace_cipher(workspace: Workspace | int, *, create: bool = True) -> WorkspaceCipher:
+    """The workspace's cipher; creates its data key on first use unless `create` is False.
+
+    Raises KeyDestroyedError when the key does not exist and `create` is False.
+    """
+    workspace_id = workspace.pk if isinstance(workspace, Workspace) else workspace
+    data_key = _WORKSPACE_KEYS.open(workspace_id, create=create, before_create=lambda: None)
+    return WorkspaceCipher(workspace_id=workspace_id, data_key=data_key)
 
 
 def destroy_user_key(user: User | UUID) -> bool:
     """Crypto-shred: delete the user's wrapped data key so none of their ciphertext opens again."""
-    user_id = user.pk if isinstance(user, User) else user
-    deleted, _ = UserKey.objects.filter(user_id=user_id).delete()
-    return deleted > 0
+    return _USER_KEYS.destroy(user.pk if isinstance(user, User) else user)
+
+
+def destroy_workspace_key(workspace: Workspace | int) -> bool:
+    """Crypto-shred: delete the workspace's wrapped key so none of its ciphertext opens again."""
+    return _WORKSPACE_KEYS.destroy(workspace.pk if isinstance(workspace, Workspace) else workspace)
 
 
 def _secret_key(master: crypto.MasterKey, purpose: str) -> bytes:
@@ -214,17 +331,10 @@ def open_secret(value: str, *, purpose: str) -> str:
 
 
 def rewrap_all_keys() -> int:
-    """Re-wrap every data key under the newest master key; the data itself is untouched."""
-    newest = master_keys()[0]
-    count = 0
-    for row in UserKey.objects.exclude(master_key_id=newest.key_id).iterator():
-        with transaction.atomic():
-            locked = UserKey.objects.select_for_update().get(pk=row.pk)
-            data_key = _unwrap(locked)
-            locked.wrapped_key = crypto.wrap_data_key(
-                data_key, master=newest, user_id=locked.user_id
-            )
-            locked.master_key_id = newest.key_id
-            locked.save(update_fields=["wrapped_key", "master_key_id"])
-        count += 1
-    return count
+    """Re-wrap every user data key under the newest master key; the data itself is untouched."""
+    return _USER_KEYS.rewrap_all()
+
+
+def rewrap_workspace_keys() -> int:
+    """Re-wrap every workspace key under the newest master key; the data itself is untouched."""
+    return _WORKSPACE_KEYS.rewrap_all()

@@ -1,7 +1,7 @@
 """The workspace knowledge graph: typed nodes, typed weighted edges, maintenance runs.
 
 Node text is scrubbed of personal data and encrypted under the workspace's data key
-(memoryhub/workspace_keyring.py); a node's identity is a keyed hash, never plaintext.
+(memoryhub/keyring.py); a node's identity is a keyed hash, never plaintext.
 """
 
 from __future__ import annotations

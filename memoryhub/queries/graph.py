@@ -20,6 +20,7 @@ from memoryhub.actors import Actor
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.fencing import fence_untrusted
 from memoryhub.injection import looks_like_instructions
+from memoryhub.keyring import WorkspaceCipher, workspace_cipher
 from memoryhub.models import (
     EdgeType,
     GraphEdge,
@@ -30,7 +31,6 @@ from memoryhub.models import (
 )
 from memoryhub.services.audit import record_access
 from memoryhub.services.graph import GOOD_ANSWER_WEIGHT, NODE_TABLE
-from memoryhub.workspace_keyring import WorkspaceCipher, workspace_cipher
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50

@@ -7,13 +7,13 @@ from django.core.management import call_command
 
 from memoryhub import crypto
 from memoryhub.errors import DecryptionError, KeyDestroyedError
-from memoryhub.keyring import master_keys
-from memoryhub.models import WorkspaceKey
-from memoryhub.workspace_keyring import (
+from memoryhub.keyring import (
     destroy_workspace_key,
+    master_keys,
     workspace_cipher,
     workspace_owner_id,
 )
+from memoryhub.models import WorkspaceKey
 from tests import factories
 
 

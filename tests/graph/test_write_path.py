@@ -7,12 +7,11 @@ from uuid import UUID
 import pytest
 
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
-from memoryhub.keyring import cipher_for
+from memoryhub.keyring import cipher_for, workspace_cipher
 from memoryhub.models import AuditEntry, EdgeType, GraphEdge, GraphNode, NodeType
 from memoryhub.services import graph
 from memoryhub.services.audit import subject_pseudonym
 from memoryhub.tasks import record_answer_in_graph
-from memoryhub.workspace_keyring import workspace_cipher
 from review import services as review_services
 from review.knowledge import publish_document
 from review.models import KnowledgeDocument

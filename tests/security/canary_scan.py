@@ -9,9 +9,8 @@ from django.db import connection
 
 from memoryhub.embedded_db import client_binary
 from memoryhub.errors import DecryptionError
-from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.keyring import UserCipher, WorkspaceCipher, cipher_for, workspace_cipher
 from memoryhub.models import Memory, UserKey, WorkspaceKey
-from memoryhub.workspace_keyring import WorkspaceCipher, workspace_cipher
 
 # Every (table, field) binding name the code encrypts under, and then some: a ciphertext is
 # tried under each, so a new table or field that forgot the cascade is still found.

@@ -7,8 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from accounts.adapter import reseal_mfa_secrets
-from memoryhub.keyring import master_keys, rewrap_all_keys
-from memoryhub.workspace_keyring import rewrap_workspace_keys
+from memoryhub.keyring import master_keys, rewrap_all_keys, rewrap_workspace_keys
 
 
 class Command(BaseCommand):

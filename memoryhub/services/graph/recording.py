@@ -25,7 +25,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError, InvalidInputError, KeyDestroyedError, NotFoundError
 from memoryhub.injection import looks_like_instructions
-from memoryhub.keyring import cipher_for
+from memoryhub.keyring import WorkspaceCipher, cipher_for, workspace_cipher
 from memoryhub.models import (
     EdgeType,
     GraphEdge,
@@ -37,7 +37,6 @@ from memoryhub.models import (
 )
 from memoryhub.personal_data import scrub_personal_data
 from memoryhub.services.audit import record_access
-from memoryhub.workspace_keyring import WorkspaceCipher, workspace_cipher
 from review.models import AnswerRecord, KnowledgeDocument
 from review.queries import ANSWER_TABLE, known_names_of
 
