@@ -13,10 +13,9 @@ from django.utils import timezone
 
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ContentTooLargeError, InvalidInputError
-from memoryhub.models import User, Workspace
+from memoryhub.models import KnowledgeChunk, KnowledgeDocument, LearningCandidate, User, Workspace
 
 from .chunking import chunk_text
-from .models import KnowledgeChunk, KnowledgeDocument, LearningCandidate
 from .queries import get_document
 
 MAX_TITLE_CHARS = 200
