@@ -65,6 +65,7 @@ def workspace_owner_id(workspace_id: int) -> UUID:
     return uuid.uuid5(_WORKSPACE_NAMESPACE, f"workspace:{workspace_id}")
 
 
+@dataclass(frozen=True, repr=False)
 class _FieldCipher:
     """Encrypts and decrypts an owner's fields, each bound to its (owner, table, row, field)."""
 
@@ -104,7 +105,6 @@ class UserCipher(_FieldCipher):
     """Encrypts and decrypts one user's fields, each bound to its (table, row, field)."""
 
     user_id: UUID
-    data_key: bytes
 
     @property
     def owner_id(self) -> UUID:
@@ -148,7 +148,6 @@ class WorkspaceCipher(_FieldCipher):
     """Encrypts and decrypts one workspace's fields, each bound to its (table, row, field)."""
 
     workspace_id: int
-    data_key: bytes
 
     @property
     def owner_id(self) -> UUID:

@@ -214,12 +214,13 @@ def _create_candidate(
     *,
     user: User,
     mode: Mode,
-    kind: str,
     record: AnswerRecord | None = None,
     failure_class: str = "",
     findings: Sequence[str] = (),
     confidence: float | None = None,
 ) -> LearningCandidate:
+    """A captured answer when there is an answer record, else a proposed fact."""
+    kind = LearningCandidate.Kind.ANSWER if record is not None else LearningCandidate.Kind.FACT
     cipher = cipher_for(user)
     candidate_id = uuid4()
 
@@ -320,7 +321,6 @@ def report_answer(
                 draft,
                 user=user,
                 mode=mode,
-                kind=LearningCandidate.Kind.ANSWER,
                 record=record,
                 failure_class=classify_failure(checked, findings=findings),
                 findings=findings,
@@ -390,7 +390,6 @@ def record_feedback(
                 draft,
                 user=user,
                 mode=mode,
-                kind=LearningCandidate.Kind.ANSWER,
                 record=record,
                 failure_class=FailureClass.NEGATIVE_FEEDBACK,
                 confidence=record.confidence,
@@ -426,7 +425,7 @@ def propose_knowledge_candidate(
     statement = check_content(statement, field="statement")
     draft = _draft(user=user, question=None, answer=statement, comment=None, embedder=embedder)
     with transaction.atomic():
-        candidate = _create_candidate(draft, user=user, mode=mode, kind=LearningCandidate.Kind.FACT)
+        candidate = _create_candidate(draft, user=user, mode=mode)
         record_access(
             actor=actor,
             subject_user_id=user.pk,

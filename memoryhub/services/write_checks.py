@@ -18,6 +18,16 @@ from memoryhub.errors import (
 from memoryhub.models import ActorType, Mode, User
 
 
+def check_storable(text: str, *, field: str) -> int:
+    """Refuse what PostgreSQL cannot store (NUL, lone surrogates) as a 422; return the UTF-8 size."""
+    if "\x00" in text:
+        raise InvalidInputError(f"{field} must not contain NUL characters")
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+
+
 def check_content(content: str, *, field: str = "content") -> str:
     """Validate memory text: non-empty, valid text, within the size cap; return it stripped."""
     if not isinstance(content, str):
@@ -25,12 +35,7 @@ def check_content(content: str, *, field: str = "content") -> str:
     stripped = content.strip()
     if not stripped:
         raise InvalidInputError(f"{field} must not be empty")
-    if "\x00" in stripped:
-        raise InvalidInputError(f"{field} must not contain NUL characters")
-    try:
-        size = len(stripped.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+    size = check_storable(stripped, field=field)
     if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
         raise ContentTooLargeError(
             f"{field} is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
