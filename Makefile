@@ -38,7 +38,7 @@ fmt: setup ## Format and auto-fix
 	$(BIN)/ruff check --fix .
 
 typecheck: setup ## mypy --strict
-	$(BIN)/mypy memoryhub dashboard review accounts
+	$(BIN)/mypy memoryhub dashboard review accounts admin_tools
 
 pytest: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run

@@ -40,11 +40,11 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from memoryhub.celery import app  # noqa: E402
+from memoryhub.knowledge import answers as review_services  # noqa: E402
 from memoryhub.models import GraphNode  # noqa: E402
 from memoryhub.services import graph  # noqa: E402
 from memoryhub.services.agents import create_agent, get_or_create_workspace  # noqa: E402
 from memoryhub.services.users import create_user  # noqa: E402
-from review import services as review_services  # noqa: E402
 
 SIGNALS = {"retrieval": 0.9, "policy": 1.0, "completeness": 0.9, "memory": 0.9}
 QUESTION = "Is the Hotel Lumiere in Lyon free on Friday? Write to me at alice@example.com"

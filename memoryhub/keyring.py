@@ -19,17 +19,24 @@ from functools import cache
 from typing import Any
 from uuid import UUID
 
-from django.apps import apps
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from memoryhub import crypto
 from memoryhub.errors import DecryptionError, KeyDestroyedError
-from memoryhub.models import JournalEntry, Memory, Session, User, UserKey, Workspace, WorkspaceKey
+from memoryhub.models import (
+    AnswerRecord,
+    JournalEntry,
+    LearningCandidate,
+    Memory,
+    Session,
+    User,
+    UserKey,
+    Workspace,
+    WorkspaceKey,
+)
 
 TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
-# Models of other apps whose rows hold ciphertext under a user's data key (by "app.Model").
-SEALED_ELSEWHERE = ("review.AnswerRecord", "review.LearningCandidate")
 # Secrets of no user's data (TOTP seeds): "<prefix>:<master key id>:<base64 ciphertext>". No
 # base32 TOTP secret or hex recovery seed starts with it, so older plaintext is told apart.
 SEALED_VALUE_PREFIX = "mhsec1"
@@ -58,6 +65,7 @@ def workspace_owner_id(workspace_id: int) -> UUID:
     return uuid.uuid5(_WORKSPACE_NAMESPACE, f"workspace:{workspace_id}")
 
 
+@dataclass(frozen=True, repr=False)
 class _FieldCipher:
     """Encrypts and decrypts an owner's fields, each bound to its (owner, table, row, field)."""
 
@@ -65,6 +73,14 @@ class _FieldCipher:
 
     @property
     def owner_id(self) -> UUID:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        # Never the data key: a cipher may end up in a log line or a traceback.
+        return f"{type(self).__name__}({self._owner_label})"
+
+    @property
+    def _owner_label(self) -> str:
         raise NotImplementedError
 
     def _binding(self, table: str, row_id: object, field: str) -> crypto.FieldBinding:
@@ -83,19 +99,20 @@ class _FieldCipher:
         )
 
 
-@dataclass(frozen=True)
+# repr=False: the base class's __repr__, which leaves the data key out, stays.
+@dataclass(frozen=True, repr=False)
 class UserCipher(_FieldCipher):
     """Encrypts and decrypts one user's fields, each bound to its (table, row, field)."""
 
     user_id: UUID
-    data_key: bytes
-
-    def __repr__(self) -> str:
-        return f"UserCipher(user_id={self.user_id})"
 
     @property
     def owner_id(self) -> UUID:
         return self.user_id
+
+    @property
+    def _owner_label(self) -> str:
+        return f"user_id={self.user_id}"
 
     def encrypt_json(self, value: Any, *, table: str, row_id: object, field: str) -> bytes:
         return self.encrypt(
@@ -126,19 +143,19 @@ class UserCipher(_FieldCipher):
         return crypto.keyed_digest(key, crypto.normalise_token(slot.strip()), length=32)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class WorkspaceCipher(_FieldCipher):
     """Encrypts and decrypts one workspace's fields, each bound to its (table, row, field)."""
 
     workspace_id: int
-    data_key: bytes
-
-    def __repr__(self) -> str:
-        return f"WorkspaceCipher(workspace_id={self.workspace_id})"
 
     @property
     def owner_id(self) -> UUID:
         return workspace_owner_id(self.workspace_id)
+
+    @property
+    def _owner_label(self) -> str:
+        return f"workspace_id={self.workspace_id}"
 
     def key_hash(self, value: str) -> str:
         """A keyed hash of a normalised value: equal for "Hôtel  Lumière" and "hotel lumiere"."""
@@ -240,7 +257,8 @@ def has_sealed_data(user_id: UUID) -> bool:
         Memory.all_owners.filter(user_id=user_id),
         Session.objects.filter(user_id=user_id),
         JournalEntry.objects.filter(user_id=user_id),
-        *(apps.get_model(label).objects.filter(user_id=user_id) for label in SEALED_ELSEWHERE),
+        AnswerRecord.objects.filter(user_id=user_id),
+        LearningCandidate.objects.filter(user_id=user_id),
     ]
     return any(rows.exists() for rows in sealed)
 

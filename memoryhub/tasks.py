@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -29,14 +31,41 @@ logger = logging.getLogger(__name__)
 # Only failures a later attempt can fix: the LLM or the database being briefly unavailable.
 # Malformed LLM output is an ExtractionError too: the model may well answer properly next time.
 TRANSIENT_ERRORS = (ExtractionError, OperationalError, InterfaceError)
+# Every other task touches only the database: it retries when the database is briefly away.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.extract_session",
-    acks_late=True,
+def _task(
+    name: str,
+    *,
+    soft_time_limit: int,
+    time_limit: int,
+    retry_on: tuple[type[Exception], ...] = DATABASE_ERRORS,
+    max_retries: int = 3,
+    **options: Any,
+) -> Callable[[Callable[..., Any]], Any]:
+    """A task with a stable name, acknowledged late, retried only on `retry_on`, time-limited.
+
+    Acknowledged after it ran (acks_late), so a worker lost mid-task leaves the message for
+    another: every task here is idempotent, and a second run writes nothing twice.
+    """
+    decorator: Callable[[Callable[..., Any]], Any] = shared_task(
+        name=name,
+        acks_late=True,
+        autoretry_for=retry_on,
+        max_retries=max_retries,
+        soft_time_limit=soft_time_limit,
+        time_limit=time_limit,
+        **options,
+    )
+    return decorator
+
+
+@_task(
+    "memoryhub.extract_session",
     # A worker killed mid-task (OOM, deploy) leaves the message unacknowledged: redeliver it.
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT_ERRORS,
+    retry_on=TRANSIENT_ERRORS,
     retry_backoff=30,
     retry_backoff_max=600,
     retry_jitter=True,
@@ -55,122 +84,56 @@ def extract_session(session_id: str) -> str | None:
     return None if run is None else str(run.pk)
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.requeue_failed_extractions",
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    soft_time_limit=240,
-    time_limit=300,
-)
+@_task("memoryhub.requeue_failed_extractions", soft_time_limit=240, time_limit=300)
 def requeue_failed_extractions() -> int:
     """Queue again the failed extractions that have rested long enough."""
     return sessions.requeue_failed_extractions()
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.requeue_stranded_extractions",
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    soft_time_limit=50,
-    time_limit=60,
-)
+@_task("memoryhub.requeue_stranded_extractions", soft_time_limit=50, time_limit=60)
 def requeue_stranded_extractions() -> int:
     """Publish again the extractions whose task was lost (the broker down when they ended)."""
     return sessions.requeue_stranded_extractions()
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.end_idle_sessions",
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    soft_time_limit=240,
-    time_limit=300,
-)
+@_task("memoryhub.end_idle_sessions", soft_time_limit=240, time_limit=300)
 def end_idle_sessions() -> int:
     """End sessions idle past the timeout (each then queues its own extraction)."""
     return sessions.end_idle_sessions()
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.expire_working_memory",
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    max_retries=3,
-    soft_time_limit=240,
-    time_limit=300,
-)
+@_task("memoryhub.expire_working_memory", soft_time_limit=240, time_limit=300)
 def expire_working_memory() -> int:
     """Erase working memory past its time to live."""
     return sessions.expire_working_memory()
 
 
 # Maintenance (issue 8): each job is idempotent, so a redelivered or overlapping run is harmless.
-MAINTENANCE_RETRY = (OperationalError, InterfaceError)
-
-
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.decay_memories",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=1700,
-    time_limit=1800,
-)
+@_task("memoryhub.decay_memories", soft_time_limit=1700, time_limit=1800)
 def decay_memories() -> int:
     """Recompute decay priorities and dormancy; return how many memories changed."""
     return decay.decay_memories().changed
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.apply_retention",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=1700,
-    time_limit=1800,
-)
+@_task("memoryhub.apply_retention", soft_time_limit=1700, time_limit=1800)
 def apply_retention() -> dict[str, int]:
     """Forget what is past each user's retention limit; return counts by kind."""
     return retention.apply_retention(embedder=default_embedder()).counts
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.consolidate_memories",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=3500,
-    time_limit=3600,
-)
+@_task("memoryhub.consolidate_memories", soft_time_limit=3500, time_limit=3600)
 def consolidate_memories() -> int:
     """Build themes from settled episodes and merge duplicate facts; return themes written."""
     return consolidate.consolidate_all(embedder=default_embedder()).themes
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.compact_threads",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=1700,
-    time_limit=1800,
-)
+@_task("memoryhub.compact_threads", soft_time_limit=1700, time_limit=1800)
 def compact_threads() -> int:
     """Summarise the older messages of long threads; return how many messages were folded."""
     return compaction.compact_long_threads(embedder=default_embedder()).messages
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.forget_data",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=540,
-    time_limit=600,
-)
+@_task("memoryhub.forget_data", soft_time_limit=540, time_limit=600)
 def forget_data(
     user_id: str,
     mode_slug: str,
@@ -191,43 +154,22 @@ def forget_data(
     ).counts
 
 
-# Workspace knowledge graph (issue 9). review/services.py enqueues record_answer_in_graph on
-# commit of every reported answer and every feedback; it looks the task up by this name.
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.record_answer_in_graph",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=50,
-    time_limit=60,
-)
+# Workspace knowledge graph (issue 9). Reporting an answer enqueues record_answer_in_graph on
+# commit, and so does every feedback, by this name (memoryhub/task_queue.py).
+@_task("memoryhub.record_answer_in_graph", soft_time_limit=50, time_limit=60)
 def record_answer_in_graph(answer_id: str) -> str | None:
     """Record a reported answer (or its new feedback) in the workspace graph; safe to run twice."""
     recorded = graph.record_answer(answer_id=answer_id)
     return None if recorded is None else str(recorded.query_id)
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.graph_decay_edges",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=1700,
-    time_limit=1800,
-)
+@_task("memoryhub.graph_decay_edges", soft_time_limit=1700, time_limit=1800)
 def graph_decay_edges() -> int:
     """Recompute graph edge weights from their age; return how many edges changed."""
     return sum(run.edges_updated for run in graph.decay_edges())
 
 
-@shared_task(  # type: ignore[untyped-decorator]  # Celery ships no type hints.
-    name="memoryhub.graph_purge_transient",
-    acks_late=True,
-    autoretry_for=MAINTENANCE_RETRY,
-    max_retries=3,
-    soft_time_limit=1700,
-    time_limit=1800,
-)
+@_task("memoryhub.graph_purge_transient", soft_time_limit=1700, time_limit=1800)
 def graph_purge_transient() -> int:
     """Purge graph queries, responses and tool calls past their age; return nodes deleted."""
     older_than = timezone.now() - timedelta(days=settings.MEMORYHUB_GRAPH_TRANSIENT_DAYS)

@@ -16,7 +16,7 @@ urlpatterns = [
     path("review/", include("review.urls")),
     path("accounts/", include("allauth.urls")),
     path("admin/", admin.site.urls),
-    path("admin-tools/", include("memoryhub.admin_tools.urls")),
+    path("admin-tools/", include("admin_tools.urls")),
     path("api/v1/", api.urls),
     *staticfiles_urlpatterns(),
 ]

@@ -13,9 +13,12 @@ from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError
 from memoryhub.keyring import cipher_for
+from memoryhub.knowledge.documents import publish_document, title_from
 from memoryhub.models import (
     Confidence,
     Importance,
+    KnowledgeDocument,
+    LearningCandidate,
     Memory,
     MemoryKind,
     MemorySource,
@@ -23,11 +26,11 @@ from memoryhub.models import (
     User,
     Workspace,
 )
+from memoryhub.sealed_tables import ANSWER_TABLE
 from memoryhub.services.memories import NewMemory, remember
 
-from .knowledge import publish_document, title_from
-from .models import KnowledgeDocument, LearningCandidate, ReviewDecision
-from .queries import ANSWER_TABLE, audit_candidate_access, get_candidate_row, scrubbed_texts
+from .models import ReviewDecision
+from .queries import audit_candidate_access, get_candidate_row, scrubbed_texts
 from .tuning import record_decisions
 
 MAX_REASON_CHARS = 2000
@@ -70,6 +73,23 @@ def _decide(
         candidate.save(update_fields=["status", "decided_at", "decided_by", "rejection_reason"])
 
 
+def _record_outcome(
+    decided: Sequence[LearningCandidate],
+    *,
+    workspace: Workspace,
+    status: str,
+    outcome: str,
+    action: str,
+    reviewer: User,
+    actor: Actor,
+    reason: str = "",
+) -> None:
+    """Decide the candidates, audit the reviewer's read, and count the decisions for tuning."""
+    _decide(decided, status=status, reviewer=reviewer, reason=reason)
+    audit_candidate_access(actor, decided, action)
+    record_decisions(workspace=workspace, candidates=decided, reviewer=reviewer, outcome=outcome)
+
+
 def approve_candidate(
     *,
     workspace: Workspace,
@@ -107,14 +127,14 @@ def approve_candidate(
             created_by=reviewer,
             source_candidate=candidate,
         )
-        decided = _with_group(candidate, apply_to_group=apply_to_group)
-        _decide(decided, status=LearningCandidate.Status.APPROVED, reviewer=reviewer)
-        audit_candidate_access(actor, decided, "review.candidate_approve")
-        record_decisions(
+        _record_outcome(
+            _with_group(candidate, apply_to_group=apply_to_group),
             workspace=workspace,
-            candidates=decided,
-            reviewer=reviewer,
+            status=LearningCandidate.Status.APPROVED,
             outcome=ReviewDecision.Outcome.APPROVED,
+            action="review.candidate_approve",
+            reviewer=reviewer,
+            actor=actor,
         )
     return document
 
@@ -136,14 +156,15 @@ def reject_candidate(
         raise InvalidInputError(f"reason must be text of at most {MAX_REASON_CHARS} characters")
     with transaction.atomic():
         candidate = _lock_pending(workspace, candidate_id)
-        decided = _with_group(candidate, apply_to_group=apply_to_group)
-        _decide(decided, status=LearningCandidate.Status.REJECTED, reviewer=reviewer, reason=reason)
-        audit_candidate_access(actor, decided, "review.candidate_reject")
-        record_decisions(
+        _record_outcome(
+            _with_group(candidate, apply_to_group=apply_to_group),
             workspace=workspace,
-            candidates=decided,
-            reviewer=reviewer,
+            status=LearningCandidate.Status.REJECTED,
             outcome=ReviewDecision.Outcome.REJECTED,
+            action="review.candidate_reject",
+            reviewer=reviewer,
+            actor=actor,
+            reason=reason,
         )
     return candidate
 
@@ -177,19 +198,32 @@ def _lock_users_question(workspace: Workspace, candidate_id: UUID | str) -> Lear
     return candidate
 
 
-def _decide_for_user(
-    candidate: LearningCandidate, *, status: str, reviewer: User, actor: Actor, action: str
-) -> None:
-    _decide([candidate], status=status, reviewer=reviewer)
-    audit_candidate_access(actor, [candidate], action)
+def _leave_to_user(
+    candidate: LearningCandidate,
+    item: NewMemory,
+    *,
+    status: str,
+    action: str,
+    reviewer: User,
+    actor: Actor,
+    embedder: Embedder,
+) -> Memory:
+    """Write the item into the user's memory and decide the candidate with this status."""
+    memory = remember(
+        user=candidate.user, mode=candidate.mode, item=item, actor=actor, embedder=embedder
+    )
     # The capture was right (the agent could not answer): it counts as an approval for the
     # threshold, like publishing would.
-    record_decisions(
+    _record_outcome(
+        [candidate],
         workspace=candidate.workspace,
-        candidates=[candidate],
-        reviewer=reviewer,
+        status=status,
         outcome=ReviewDecision.Outcome.APPROVED,
+        action=action,
+        reviewer=reviewer,
+        actor=actor,
     )
+    return memory
 
 
 def answer_for_user(
@@ -211,28 +245,23 @@ def answer_for_user(
     """
     with transaction.atomic():
         candidate = _lock_users_question(workspace, candidate_id)
-        memory = remember(
-            user=candidate.user,
-            mode=candidate.mode,
-            item=NewMemory(
-                kind=MemoryKind.FACT,
-                content=answer,
-                source=MemorySource.REVIEWER,
-                confidence=Confidence.CANDIDATE,
-                status=MemoryStatus.CANDIDATE,
-                payload={"question": _users_question(candidate), "from_review": True},
-            ),
+        item = NewMemory(
+            kind=MemoryKind.FACT,
+            content=answer,
+            source=MemorySource.REVIEWER,
+            confidence=Confidence.CANDIDATE,
+            status=MemoryStatus.CANDIDATE,
+            payload={"question": _users_question(candidate), "from_review": True},
+        )
+        return _leave_to_user(
+            candidate,
+            item,
+            status=LearningCandidate.Status.ANSWERED,
+            action="review.answer_for_user",
+            reviewer=reviewer,
             actor=actor,
             embedder=embedder,
         )
-        _decide_for_user(
-            candidate,
-            status=LearningCandidate.Status.ANSWERED,
-            reviewer=reviewer,
-            actor=actor,
-            action="review.answer_for_user",
-        )
-    return memory
 
 
 def mark_needs_user(
@@ -251,24 +280,19 @@ def mark_needs_user(
     with transaction.atomic():
         candidate = _lock_users_question(workspace, candidate_id)
         question = _users_question(candidate)
-        memory = remember(
-            user=candidate.user,
-            mode=candidate.mode,
-            item=NewMemory(
-                kind=MemoryKind.OPEN_ITEM,
-                content=f"An agent could not answer “{question}”: only you know. Tell it next time.",
-                source=MemorySource.REVIEWER,
-                importance=Importance.NORMAL,
-                payload={"status": "open", "question": question, "from_review": True},
-            ),
+        item = NewMemory(
+            kind=MemoryKind.OPEN_ITEM,
+            content=f"An agent could not answer “{question}”: only you know. Tell it next time.",
+            source=MemorySource.REVIEWER,
+            importance=Importance.NORMAL,
+            payload={"status": "open", "question": question, "from_review": True},
+        )
+        return _leave_to_user(
+            candidate,
+            item,
+            status=LearningCandidate.Status.NEEDS_USER,
+            action="review.needs_user",
+            reviewer=reviewer,
             actor=actor,
             embedder=embedder,
         )
-        _decide_for_user(
-            candidate,
-            status=LearningCandidate.Status.NEEDS_USER,
-            reviewer=reviewer,
-            actor=actor,
-            action="review.needs_user",
-        )
-    return memory

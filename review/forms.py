@@ -8,9 +8,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from memoryhub.knowledge.documents import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS
+from memoryhub.models import FailureClass, KnowledgeDocument, LearningCandidate
+
 from .decisions import MAX_REASON_CHARS
-from .knowledge import MAX_DOCUMENT_CHARS, MAX_TITLE_CHARS
-from .models import FailureClass, KnowledgeDocument, LearningCandidate
 from .queries import QueueFilter
 
 MAX_UPLOAD_BYTES = 512 * 1024

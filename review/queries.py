@@ -1,4 +1,6 @@
-"""Reads of the review app: the queue, one candidate, the knowledge base and its search.
+"""Reads of the review app: the queue, one candidate, the threshold history.
+
+The knowledge base and its search are domain reads: memoryhub/knowledge/queries.py.
 
 Candidate text is scrubbed ciphertext under the user's data key; every read that decrypts it
 for a reviewer writes an audit row against that user here, in one place.
@@ -7,7 +9,7 @@ for a reviewer writes an audit row against that user here, in one place.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
@@ -15,31 +17,23 @@ from uuid import UUID
 from django.core.exceptions import ValidationError
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce
-from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
-from memoryhub.embeddings import Embedder
 from memoryhub.errors import KeyDestroyedError, NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.models import User, Workspace
-from memoryhub.queries.memories import MEMORY_TABLE, memories_of
-from memoryhub.services.audit import record_access
-
-from .models import (
+from memoryhub.knowledge.scoring import LOW_SIGNAL, SIGNAL_NAMES
+from memoryhub.models import (
     AnswerRecord,
     FailureClass,
-    KnowledgeChunk,
-    KnowledgeDocument,
     LearningCandidate,
     LearningCandidateQuerySet,
-    ThresholdChange,
+    Workspace,
 )
-from .scoring import LOW_SIGNAL, SIGNAL_NAMES
+from memoryhub.sealed_tables import CANDIDATE_TABLE
+from memoryhub.services.audit import record_access
 
-ANSWER_TABLE = "answer_record"
-CANDIDATE_TABLE = "learning_candidate"
-# Slots whose value is a name of the user (see memoryhub/extraction: "name" is the usual one).
-NAME_SLOTS = ("name", "first_name", "last_name", "full_name")
+from .models import ThresholdChange
+
 # Most urgent first: the user said it was wrong, then a likely invented answer, then what the
 # knowledge base can fix (a miss), then answers that fell short, then refusals (often right).
 CLASS_PRIORITY: Mapping[str, int] = {
@@ -50,21 +44,7 @@ CLASS_PRIORITY: Mapping[str, int] = {
     FailureClass.POLICY_BLOCK: 4,
 }
 FACT_PRIORITY = 5
-# A passage less similar than this to the question is noise, not knowledge, for it.
-MIN_KNOWLEDGE_SCORE = 0.35
-MAX_KNOWLEDGE_K = 20
 ERASED_TEXT = "(erased: the user's data key no longer exists)"
-
-
-@dataclass(frozen=True)
-class KnowledgePassage:
-    """A passage of a published knowledge document that answers a query, with its similarity."""
-
-    document_id: UUID
-    chunk_id: int
-    title: str
-    text: str
-    score: float
 
 
 @dataclass(frozen=True)
@@ -125,29 +105,6 @@ class QueueFilter:
     status: str = LearningCandidate.Status.PENDING
     failure_class: str = ""
     kind: str = ""
-
-
-def known_names_of(*, user: User) -> tuple[str, ...]:
-    """The user's names: account and display names, and name facts of every mode (audited)."""
-    cipher = cipher_for(user)
-    slot_hashes = [cipher.slot_hash(slot) for slot in NAME_SLOTS]
-    rows = list(memories_of(user=user, mode=None).filter(slot_hash__in=slot_hashes))
-    names = [user.display_name, user.first_name, user.last_name]
-    for row in rows:
-        payload = cipher.decrypt_json(
-            row.payload_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="payload"
-        )
-        value = payload.get("value")
-        if isinstance(value, str):
-            names.append(value)
-    if rows:
-        record_access(
-            actor=Actor.system("review scrubber"),
-            subject_user_id=user.pk,
-            action="review.names_read",
-            object_ids=[row.pk for row in rows],
-        )
-    return tuple(dict.fromkeys(name.strip() for name in names if name and name.strip()))
 
 
 class _Ciphers:
@@ -338,87 +295,6 @@ def scrubbed_texts(candidate: LearningCandidate) -> tuple[str, str]:
         _decrypt(cipher, candidate.question_ciphertext, candidate.id, "question"),
         _decrypt(cipher, candidate.answer_ciphertext, candidate.id, "answer"),
     )
-
-
-def answer_owner(*, answer_id: UUID | str) -> tuple[UUID, str]:
-    """The user id and mode slug of an answer, so the API can check the caller may reach them.
-
-    Only ids leave this function: the caller resolves its scope before reading anything.
-    """
-    row = (
-        AnswerRecord.objects.filter(pk=answer_id).values_list("user_id", "mode__slug").first()
-        if _is_uuid(answer_id)
-        else None
-    )
-    if row is None:
-        raise NotFoundError("answer not found")
-    return row
-
-
-def _is_uuid(value: UUID | str) -> bool:
-    try:
-        UUID(str(value))
-    except ValueError:
-        return False
-    return True
-
-
-def search_knowledge(
-    workspace: Workspace,
-    query: str,
-    embedder: Embedder,
-    k: int = 3,
-    *,
-    min_score: float = MIN_KNOWLEDGE_SCORE,
-) -> list[KnowledgePassage]:
-    """The k published passages of the workspace knowledge base most similar to the query.
-
-    Positional or keyword arguments: the context assembly (layer 9) calls it positionally.
-
-    Exact cosine over the workspace's chunks (no approximate index can drop a row). Knowledge
-    is workspace data, not any user's, so no audit row is written.
-    """
-    query = query.strip()
-    if not query or k < 1:
-        return []
-    vector = embedder.embed([query])[0]
-    rows = (
-        KnowledgeChunk.objects.filter(workspace=workspace, document__is_published=True)
-        .annotate(distance=CosineDistance("embedding", vector))
-        .filter(distance__lte=1.0 - min_score)
-        .select_related("document")
-        .order_by("distance", "id")[: min(k, MAX_KNOWLEDGE_K)]
-    )
-    return [
-        KnowledgePassage(
-            document_id=row.document_id,
-            chunk_id=row.pk,
-            title=row.document.title,
-            text=row.text,
-            score=round(1.0 - float(row.distance), 4),
-        )
-        for row in rows
-    ]
-
-
-def list_documents(
-    *, workspace: Workspace, is_published: bool | None = None
-) -> Sequence[KnowledgeDocument]:
-    """The workspace's knowledge documents, most recently changed first."""
-    queryset = KnowledgeDocument.objects.filter(workspace=workspace).annotate(
-        chunk_count=Count("chunks")
-    )
-    if is_published is not None:
-        queryset = queryset.filter(is_published=is_published)
-    return list(queryset.select_related("source_candidate", "created_by"))
-
-
-def get_document(*, workspace: Workspace, document_id: UUID | str) -> KnowledgeDocument:
-    """A knowledge document of this workspace; another workspace's id is NotFound."""
-    try:
-        return KnowledgeDocument.objects.get(workspace=workspace, pk=document_id)
-    except (KnowledgeDocument.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("document not found") from None
 
 
 def threshold_history(*, workspace: Workspace, limit: int = 60) -> list[ThresholdChange]:

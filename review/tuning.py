@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
-from memoryhub.models import User, Workspace
+from memoryhub.models import LearningCandidate, User, Workspace
 
-from .models import LearningCandidate, ReviewDecision, ThresholdChange
+from .models import ReviewDecision, ThresholdChange
 
 
 def next_threshold(

@@ -6,27 +6,25 @@ anyone else, TOTP required); a candidate or document of another workspace is a 4
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from accounts.roles import require_reviewer
-from memoryhub import paging
 from memoryhub.actors import Actor
 from memoryhub.embeddings import default_embedder
-from memoryhub.errors import ConflictError, MemoryHubError, NotFoundError
-from memoryhub.http import AuthedRequest, client_ip
+from memoryhub.errors import ConflictError, MemoryHubError
+from memoryhub.http import AuthedRequest, domain_errors_as_http, redirect_after_post, staff_actor
+from memoryhub.knowledge import documents as knowledge
+from memoryhub.knowledge.queries import get_document, list_documents
 from memoryhub.models import ActorType, Channel
+from memoryhub.paging import page_number
 
-from . import decisions, knowledge
+from . import decisions
 from .chart import build_chart
 from .forms import (
     ApproveForm,
@@ -38,48 +36,17 @@ from .forms import (
 )
 from .queries import (
     get_candidate,
-    get_document,
-    list_documents,
     list_queue,
     queue_size,
     threshold_history,
 )
 
 PER_PAGE = 25
-View = Callable[..., HttpResponse]
 
 
-def not_found_as_404(view: View) -> View:
-    """Another workspace's candidate or document does not exist for this reviewer."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except NotFoundError:
-            raise Http404("not found") from None
-
-    return wrapper
-
-
-def _actor(request: AuthedRequest) -> Actor:
+def _reviewer(request: AuthedRequest) -> Actor:
     """The signed-in reviewer, for the audit log."""
-    user = request.user
-    return Actor(
-        ActorType.REVIEWER,
-        str(user.pk),
-        Channel.UI,
-        label=user.email or "",
-        client_ip=client_ip(request),
-    )
-
-
-def _go(request: AuthedRequest, url: str) -> HttpResponse:
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
-def _page(request: HttpRequest) -> int:
-    return paging.page_number(request)  # A 400 unless a positive number.
+    return staff_actor(request, ActorType.REVIEWER, Channel.UI)
 
 
 @require_GET
@@ -88,10 +55,10 @@ def queue(request: AuthedRequest) -> HttpResponse:
     """Pending candidates by priority, one per group of similar ones, with the threshold chart."""
     workspace = request.user.workspace
     form = QueueFilterForm(request.GET or None)
-    page = _page(request)
+    page = page_number(request)
     candidates, total = list_queue(
         workspace=workspace,
-        actor=_actor(request),
+        actor=_reviewer(request),
         filters=form.filters(),
         page=page,
         per_page=PER_PAGE,
@@ -124,7 +91,7 @@ def _detail(
     status: int = 200,
 ) -> HttpResponse:
     detail = get_candidate(
-        workspace=request.user.workspace, candidate_id=candidate_id, actor=_actor(request)
+        workspace=request.user.workspace, candidate_id=candidate_id, actor=_reviewer(request)
     )
     candidate = detail.candidate
     approve_form = approve_form or ApproveForm(
@@ -143,7 +110,7 @@ def _detail(
 
 @require_GET
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def candidate_detail(request: AuthedRequest, candidate_id: str) -> HttpResponse:
     """One candidate: scrubbed question and answer, signals, context ids, similar ones."""
     return _detail(request, candidate_id)
@@ -151,7 +118,7 @@ def candidate_detail(request: AuthedRequest, candidate_id: str) -> HttpResponse:
 
 @require_POST
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse:
     """Publish the (possibly edited) candidate to the knowledge base."""
     form = ApproveForm(request.POST)
@@ -162,7 +129,7 @@ def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse
             workspace=request.user.workspace,
             candidate_id=candidate_id,
             reviewer=request.user,
-            actor=_actor(request),
+            actor=_reviewer(request),
             embedder=default_embedder(),
             question=form.cleaned_data["question"],
             answer=form.cleaned_data["answer"],
@@ -170,17 +137,17 @@ def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse
         )
     except ConflictError as error:
         messages.warning(request, str(error))
-        return _go(request, reverse("review:queue"))
+        return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
         form.add_error(None, str(error))
         return _detail(request, candidate_id, approve_form=form, status=422)
     messages.success(request, f"Published “{document.title}” to the knowledge base.")
-    return _go(request, reverse("review:queue"))
+    return redirect_after_post(request, reverse("review:queue"))
 
 
 @require_POST
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def candidate_reject(request: AuthedRequest, candidate_id: str) -> HttpResponse:
     """Reject the candidate with a reason."""
     form = RejectForm(request.POST)
@@ -191,34 +158,34 @@ def candidate_reject(request: AuthedRequest, candidate_id: str) -> HttpResponse:
             workspace=request.user.workspace,
             candidate_id=candidate_id,
             reviewer=request.user,
-            actor=_actor(request),
+            actor=_reviewer(request),
             reason=form.cleaned_data["reason"],
             apply_to_group=form.cleaned_data["apply_to_group"],
         )
     except ConflictError as error:
         messages.warning(request, str(error))
-        return _go(request, reverse("review:queue"))
+        return redirect_after_post(request, reverse("review:queue"))
     messages.success(request, "Rejected.")
-    return _go(request, reverse("review:queue"))
+    return redirect_after_post(request, reverse("review:queue"))
 
 
 @require_POST
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def candidate_skip(request: AuthedRequest, candidate_id: str) -> HttpResponse:
     """Put the candidate behind the others for now."""
     try:
         decisions.skip_candidate(
-            workspace=request.user.workspace, candidate_id=candidate_id, actor=_actor(request)
+            workspace=request.user.workspace, candidate_id=candidate_id, actor=_reviewer(request)
         )
     except ConflictError as error:
         messages.warning(request, str(error))
-    return _go(request, reverse("review:queue"))
+    return redirect_after_post(request, reverse("review:queue"))
 
 
 @require_POST
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def candidate_answer_for_user(request: AuthedRequest, candidate_id: str) -> HttpResponse:
     """Answer a question about the user for them: it waits in their memory for them to confirm."""
     form = UserAnswerForm(request.POST)
@@ -229,23 +196,23 @@ def candidate_answer_for_user(request: AuthedRequest, candidate_id: str) -> Http
             workspace=request.user.workspace,
             candidate_id=candidate_id,
             reviewer=request.user,
-            actor=_actor(request),
+            actor=_reviewer(request),
             embedder=default_embedder(),
             answer=form.cleaned_data["user_answer"],
         )
     except ConflictError as error:
         messages.warning(request, str(error))
-        return _go(request, reverse("review:queue"))
+        return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
         messages.error(request, str(error))  # Paused, memory off, a proposed fact: say why.
         return _detail(request, candidate_id, user_answer_form=form, status=422)
     messages.success(request, "Answered for this user: they confirm it before any agent uses it.")
-    return _go(request, reverse("review:queue"))
+    return redirect_after_post(request, reverse("review:queue"))
 
 
 @require_POST
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def candidate_needs_user(request: AuthedRequest, candidate_id: str) -> HttpResponse:
     """Leave a question only the user can answer to them (an open item in their memory)."""
     try:
@@ -253,17 +220,17 @@ def candidate_needs_user(request: AuthedRequest, candidate_id: str) -> HttpRespo
             workspace=request.user.workspace,
             candidate_id=candidate_id,
             reviewer=request.user,
-            actor=_actor(request),
+            actor=_reviewer(request),
             embedder=default_embedder(),
         )
     except ConflictError as error:
         messages.warning(request, str(error))
-        return _go(request, reverse("review:queue"))
+        return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
         messages.error(request, str(error))
         return _detail(request, candidate_id, status=422)
     messages.success(request, "Left to the user: it is an open item in their memory now.")
-    return _go(request, reverse("review:queue"))
+    return redirect_after_post(request, reverse("review:queue"))
 
 
 def _knowledge_page(
@@ -301,12 +268,12 @@ def knowledge_add(request: AuthedRequest) -> HttpResponse:
         form.add_error(None, str(error))
         return _knowledge_page(request, form, status=422)
     messages.success(request, f"Published “{document.title}”.")
-    return _go(request, reverse("review:knowledge_list"))
+    return redirect_after_post(request, reverse("review:knowledge_list"))
 
 
 @require_http_methods(["GET", "POST"])
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
     """Edit a document's title and text; it is embedded again on save."""
     workspace = request.user.workspace
@@ -327,7 +294,7 @@ def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
             form.add_error(None, str(error))
         else:
             messages.success(request, "Saved.")
-            return _go(request, reverse("review:knowledge_list"))
+            return redirect_after_post(request, reverse("review:knowledge_list"))
     status = 422 if request.method == "POST" else 200
     context = {"document": document, "form": form}
     return render(request, "review/document_edit.html", context, status=status)
@@ -335,7 +302,7 @@ def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
 
 @require_POST
 @require_reviewer
-@not_found_as_404
+@domain_errors_as_http
 def document_publication(request: AuthedRequest, document_id: str) -> HttpResponse:
     """Publish or unpublish a document (`publish=1` or `publish=0`)."""
     is_published = request.POST.get("publish") == "1"
@@ -344,4 +311,4 @@ def document_publication(request: AuthedRequest, document_id: str) -> HttpRespon
     )
     verb = "Published" if document.is_published else "Unpublished"
     messages.success(request, f"{verb} “{document.title}”.")
-    return _go(request, reverse("review:knowledge_list"))
+    return redirect_after_post(request, reverse("review:knowledge_list"))

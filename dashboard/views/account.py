@@ -22,6 +22,7 @@ from dashboard.forms import (
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest
 from memoryhub.models import Agent, ApiKey, Mode
+from memoryhub.paging import page_number
 from memoryhub.queries.access_log import list_access_entries
 from memoryhub.queries.connections import list_connected_agents, list_personal_keys
 from memoryhub.services.agents import create_personal_key, revoke_key
@@ -35,7 +36,7 @@ from memoryhub.services.preferences import (
 )
 
 from .rendering import list_url
-from .scoping import actor_of, mode_or_404, page_number
+from .scoping import actor_of, mode_or_404
 
 
 @require_GET

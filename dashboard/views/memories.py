@@ -23,8 +23,9 @@ from dashboard.forms import (
 )
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
-from memoryhub.http import AuthedRequest
+from memoryhub.http import AuthedRequest, domain_errors_as_http
 from memoryhub.models import Confidence, MemoryStatus, Mode
+from memoryhub.paging import page_number
 from memoryhub.queries.memories import get_memory_row, list_versions
 from memoryhub.queries.overview import (
     SECTIONS,
@@ -48,7 +49,7 @@ from memoryhub.services.memories import edit_memory
 from memoryhub.services.users import create_mode
 
 from .rendering import back_to_list, is_list_page, page_or_fragment, render_fragment
-from .scoping import actor_of, domain_errors_as_http, mode_or_404, page_number
+from .scoping import actor_of, mode_or_404
 
 DEFAULT_SECTION = SECTIONS_BY_SLUG["everything"]
 # Errors that refuse an action with a message; "not found" is left to become a 404.

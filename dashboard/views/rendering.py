@@ -6,13 +6,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.http import HttpResponse, QueryDict
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django_htmx.http import HttpResponseClientRedirect
 
 from dashboard.forms import AgentFilterForm
-from memoryhub.http import AuthedRequest
+from memoryhub.http import AuthedRequest, redirect_after_post
 from memoryhub.models import Mode
 from memoryhub.queries.overview import SECTIONS_BY_SLUG, count_items
 
@@ -90,7 +89,4 @@ def list_url(mode: Mode, anchor: str = "") -> str:
 
 def back_to_list(request: AuthedRequest, mode: Mode, anchor: str = "") -> HttpResponse:
     """After a form post: back to the mode's list (a client-side redirect under htmx)."""
-    url = list_url(mode, anchor)
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return redirect(url)
+    return redirect_after_post(request, list_url(mode, anchor))

@@ -1,17 +1,17 @@
-"""What every dashboard view needs: the acting user, their mode or 404, domain errors as HTTP."""
+"""What every dashboard view needs: the acting user and their mode or 404.
+
+Domain errors as HTTP and the redirect after a post are shared with the other HTML views
+(memoryhub/http.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
-from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 
-from memoryhub import paging
 from memoryhub.actors import Actor
-from memoryhub.errors import NotFoundError, PermissionDeniedError
+from memoryhub.errors import NotFoundError
 from memoryhub.http import AuthedRequest, client_ip
 from memoryhub.models import Mode, User
 from memoryhub.services.users import ensure_mode
@@ -30,24 +30,3 @@ def mode_or_404(user: User, slug: str) -> Mode:
         return ensure_mode(user=user, slug=slug)
     except NotFoundError:
         raise Http404("no such mode") from None
-
-
-def page_number(request: HttpRequest) -> int:
-    """The ?page= number; anything else is a 400 (see memoryhub/paging.py)."""
-    return paging.page_number(request)
-
-
-def domain_errors_as_http(view: View) -> View:
-    """Turn "not found" and "forbidden" from services into Django's 404 and 403."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except NotFoundError:
-            # Another user's id is "not found", never "forbidden": existence must not leak.
-            raise Http404("not found") from None
-        except PermissionDeniedError:
-            raise PermissionDenied from None
-
-    return wrapper

@@ -15,8 +15,7 @@ from pydantic import Field
 
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
-from review.queries import answer_owner
-from review.services import (
+from memoryhub.knowledge.answers import (
     MAX_COMMENT_CHARS,
     MAX_CONTEXT_IDS,
     MAX_ITEMS,
@@ -24,6 +23,7 @@ from review.services import (
     record_feedback,
     report_answer,
 )
+from memoryhub.knowledge.queries import answer_owner
 
 from .auth import Scope, resolve_scope
 from .schemas import ERRORS, ScopeIn, Text

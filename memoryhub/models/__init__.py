@@ -11,6 +11,15 @@ from .graph import (
 )
 from .idempotency import IdempotentWrite
 from .journal import JournalEntry
+from .knowledge import (
+    AnswerRecord,
+    FailureClass,
+    Feedback,
+    KnowledgeChunk,
+    KnowledgeDocument,
+    LearningCandidate,
+    LearningCandidateQuerySet,
+)
 from .memories import (
     Confidence,
     Importance,
@@ -42,18 +51,25 @@ __all__ = [
     "ActorType",
     "Agent",
     "AgentBlock",
+    "AnswerRecord",
     "ApiKey",
     "AuditEntry",
     "Channel",
     "Confidence",
     "EdgeType",
     "ExtractionRun",
+    "FailureClass",
+    "Feedback",
     "GraphEdge",
     "GraphMaintenanceRun",
     "GraphNode",
     "IdempotentWrite",
     "Importance",
     "JournalEntry",
+    "KnowledgeChunk",
+    "KnowledgeDocument",
+    "LearningCandidate",
+    "LearningCandidateQuerySet",
     "Memory",
     "MemoryKind",
     "MemoryQuerySet",

@@ -12,7 +12,8 @@ from django.core.paginator import Paginator
 from memoryhub.actors import Actor
 from memoryhub.keyring import cipher_for
 from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
-from memoryhub.queries.memories import MEMORY_TABLE, memories_of
+from memoryhub.queries.memories import memories_of
+from memoryhub.sealed_tables import MEMORY_TABLE
 from memoryhub.services.audit import (
     is_mode_pseudonym,
     mode_pseudonym,

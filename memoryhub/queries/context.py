@@ -38,7 +38,7 @@ from memoryhub.queries.recall import RecallFilter, decrypt_ranked, rank_memories
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
-from memoryhub.services.memories import check_content
+from memoryhub.services.write_checks import check_content
 
 __all__ = [
     "MESSAGE_LAYER",
@@ -108,21 +108,6 @@ def _layer_numbers(value: Any) -> frozenset[int]:
     if not isinstance(value, list):
         return frozenset()
     return frozenset(int(v) for v in value if str(v).isdigit()) & SWITCHABLE_LAYERS
-
-
-class _KnownVectors:
-    """An embedder that answers already embedded texts from memory: one embedding per message."""
-
-    def __init__(self, inner: Embedder, known: dict[str, list[float]]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dimensions = inner.dimensions
-        self.known = known
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        missing = [text for text in texts if text not in self.known]
-        computed = dict(zip(missing, self.inner.embed(missing), strict=True)) if missing else {}
-        return [self.known.get(text) or computed[text] for text in texts]
 
 
 def _date_text(now: datetime) -> str:
@@ -229,6 +214,52 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
     return lists, is_start
 
 
+def _check_session(*, session: Session | None, user: User, mode: Mode, agent: Agent | None) -> None:
+    if session is not None and (
+        session.user_id != user.pk
+        or session.mode_id != mode.pk
+        or (agent is not None and session.agent_id not in (None, agent.pk))
+    ):
+        # Security invariant: another user's, mode's or agent's thread does not exist for you.
+        raise NotFoundError("session not found")
+
+
+def _trusted_blocks(
+    *, user: User, agent_settings: AgentSettings, enabled: frozenset[int], now: datetime
+) -> list[TrustedBlock]:
+    """Layers 1 to 3: the platform's rules, the date, the agent's persona."""
+    trusted = [
+        TrustedBlock("platform_rules", RULES, user.workspace.platform_rules, 0, is_droppable=False),
+        TrustedBlock("date", DATE, _date_text(now), PRIORITY["date"]),
+    ]
+    if PERSONA in enabled and agent_settings.persona:
+        trusted.append(
+            TrustedBlock("persona", PERSONA, agent_settings.persona, PRIORITY["persona"])
+        )
+    return trusted
+
+
+def _workspace_layers(
+    inputs: _LayerInputs, *, agent: Agent | None, actor: Actor, is_start: bool
+) -> list[ListLayer]:
+    """Layer 9, read from the primary like any other workspace data: knowledge, graph insights."""
+    if KNOWLEDGE not in inputs.enabled:
+        return []
+    workspace = inputs.user.workspace
+    lists = []
+    if layers.is_question(inputs.message):
+        passages = layers.knowledge_passages(
+            workspace=workspace, query=inputs.message, query_vector=inputs.vector, k=KNOWLEDGE_K
+        )
+        lists.append(_list(KNOWLEDGE, "knowledge", "knowledge", passages))
+    # Security invariant: the insights hold other users' (scrubbed) questions. They are for
+    # the workspace's agents; a personal key acts for one user and never gets them.
+    if is_start and agent is not None:
+        insights = layers.graph_insight_entries(workspace=workspace, actor=actor)
+        lists.append(_list(KNOWLEDGE, "graph_insights", "graph-insights", insights))
+    return lists
+
+
 def assemble_context(
     *,
     user: User,
@@ -250,46 +281,26 @@ def assemble_context(
     budget = agent_settings.token_budget if budget_tokens is None else budget_tokens
     if not 0 <= budget <= MAX_BUDGET_TOKENS:
         raise InvalidInputError(f"budget_tokens must be between 0 and {MAX_BUDGET_TOKENS}")
-    if session is not None and (
-        session.user_id != user.pk
-        or session.mode_id != mode.pk
-        or (agent is not None and session.agent_id not in (None, agent.pk))
-    ):
-        # Security invariant: another user's, mode's or agent's thread does not exist for you.
-        raise NotFoundError("session not found")
+    _check_session(session=session, user=user, mode=mode, agent=agent)
     enabled = SWITCHABLE_LAYERS - agent_settings.disabled_layers
     if not is_memory_in_use(mode=mode, actor=actor):
         enabled -= USER_LAYERS  # The user turned memory off in this mode.
     now = timezone.now()
-    cipher = cipher_for(user)
-    vector = embedder.embed([message])[0]
-    trusted = [
-        TrustedBlock("platform_rules", RULES, user.workspace.platform_rules, 0, is_droppable=False),
-        TrustedBlock("date", DATE, _date_text(now), PRIORITY["date"]),
-    ]
-    if PERSONA in enabled and agent_settings.persona:
-        trusted.append(
-            TrustedBlock("persona", PERSONA, agent_settings.persona, PRIORITY["persona"])
-        )
     inputs = _LayerInputs(
-        user, mode, session, message, vector, cipher, now, agent_settings, enabled
+        user=user,
+        mode=mode,
+        session=session,
+        message=message,
+        vector=embedder.embed([message])[0],
+        cipher=cipher_for(user),
+        now=now,
+        agent_settings=agent_settings,
+        enabled=enabled,
     )
-    # The user's own layers may come from a replica that has their last write; the workspace's
-    # (knowledge, graph) are read from the primary like any other workspace data.
+    trusted = _trusted_blocks(user=user, agent_settings=agent_settings, enabled=enabled, now=now)
+    # The user's own layers may come from a replica that has their last write.
     lists, is_start = read_for_user(user.pk, partial(_user_layers, inputs))
-    if KNOWLEDGE in enabled and layers.is_question(message):
-        passages = layers.knowledge_passages(
-            workspace=user.workspace,
-            query=message,
-            embedder=_KnownVectors(embedder, {message: vector}),
-            k=KNOWLEDGE_K,
-        )
-        lists.append(_list(KNOWLEDGE, "knowledge", "knowledge", passages))
-    # Security invariant: the insights hold other users' (scrubbed) questions. They are for
-    # the workspace's agents; a personal key acts for one user and never gets them.
-    if KNOWLEDGE in enabled and is_start and agent is not None:
-        insights = layers.graph_insight_entries(workspace=user.workspace, actor=actor)
-        lists.append(_list(KNOWLEDGE, "graph_insights", "graph-insights", insights))
+    lists += _workspace_layers(inputs, agent=agent, actor=actor, is_start=is_start)
 
     bundle = fit_context(trusted=trusted, lists=lists, message=message, budget=budget)
     used = [memory_id for block in bundle.blocks for memory_id in block.memory_ids]

@@ -19,15 +19,13 @@ from django.db.models import Case, IntegerField, Value, When
 from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
-from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
+from memoryhub.knowledge.queries import search_knowledge
 from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
 from memoryhub.queries.graph import graph_insights, insight_lines
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
 from memoryhub.queries.recall import UNREAD_COLUMNS
-from memoryhub.services.ingest import MESSAGE_TABLE
-from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
-from review.queries import search_knowledge
+from memoryhub.sealed_tables import MESSAGE_TABLE, SESSION_TABLE, WORKING_MEMORY_FIELD
 
 PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
 PROFILE_LIMIT = 20
@@ -251,10 +249,10 @@ def working_memory_lines(*, session: Session, cipher: UserCipher, now: datetime)
 
 
 def knowledge_passages(
-    *, workspace: Workspace, query: str, embedder: Embedder, k: int
+    *, workspace: Workspace, query: str, query_vector: Sequence[float], k: int
 ) -> list[Entry]:
     """Published passages of the workspace knowledge base that answer the query."""
-    passages = search_knowledge(workspace, query, embedder, k)
+    passages = search_knowledge(workspace=workspace, query=query, vector=query_vector, k=k)
     # Reviewed workspace text, yet still data: a document may quote anything.
     return [
         Entry(key=f"knowledge:{passage.chunk_id}", text=f"({passage.title}) {passage.text}")

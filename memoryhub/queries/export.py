@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memoryhub.actors import Actor
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.knowledge.export import export_answers, export_candidates
 from memoryhub.models import (
     AgentBlock,
     ApiKey,
@@ -24,13 +25,16 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.journal import JOURNAL_TABLE
-from memoryhub.queries.memories import VERSION_TABLE, decrypt_memory, memories_of
+from memoryhub.queries.memories import decrypt_memory, memories_of
 from memoryhub.replicas import read_for_user
+from memoryhub.sealed_tables import (
+    JOURNAL_TABLE,
+    MESSAGE_TABLE,
+    SESSION_TABLE,
+    VERSION_TABLE,
+    WORKING_MEMORY_FIELD,
+)
 from memoryhub.services.audit import record_access
-from memoryhub.services.ingest import MESSAGE_TABLE
-from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
-from review.export import export_answers, export_candidates
 
 EXPORT_FORMAT = "memoryhub-export/1"
 

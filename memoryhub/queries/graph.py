@@ -29,8 +29,9 @@ from memoryhub.models import (
     NodeType,
     Workspace,
 )
+from memoryhub.sealed_tables import NODE_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.graph import GOOD_ANSWER_WEIGHT, NODE_TABLE
+from memoryhub.services.graph import GOOD_ANSWER_WEIGHT
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50

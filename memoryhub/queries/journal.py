@@ -10,9 +10,8 @@ from memoryhub.actors import Actor
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
+from memoryhub.sealed_tables import JOURNAL_TABLE
 from memoryhub.services.audit import record_access
-
-JOURNAL_TABLE = "journal_entry"
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,8 @@ from memoryhub.errors import NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import ActorType, Memory, MemoryQuerySet, MemoryVersion, Mode, User
 from memoryhub.replicas import read_for_user
+from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 from memoryhub.services.audit import record_access
-
-MEMORY_TABLE = "memory"
-VERSION_TABLE = "memory_version"
 
 
 @dataclass(frozen=True)

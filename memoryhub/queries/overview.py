@@ -27,8 +27,8 @@ from memoryhub.models import (
     User,
 )
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory_row, memories_of
+from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.ingest import MESSAGE_TABLE
 
 CONFIDENCE_WORDS: dict[str, str] = {
     Confidence.CANDIDATE: "not sure yet",

@@ -19,8 +19,9 @@ from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemoryKind, MemorySource, Message, Session
 from memoryhub.personal_data import tag_personal_data
+from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.ingest import MESSAGE_TABLE, cite_messages
+from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.summaries import (
     COMPACTION_GENERATOR,

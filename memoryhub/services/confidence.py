@@ -13,10 +13,12 @@ from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode, User
-from memoryhub.queries.memories import MEMORY_TABLE, get_memory_row
+from memoryhub.queries.memories import get_memory_row
 from memoryhub.replicas import note_write
+from memoryhub.sealed_tables import MEMORY_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.memories import check_writable, lock_slot
+from memoryhub.services.memories import lock_slot
+from memoryhub.services.write_checks import check_writable
 
 # Heard this many times (in any sessions), a memory is trusted without the user's confirmation.
 HIGH_CONFIDENCE_EVIDENCE = 3

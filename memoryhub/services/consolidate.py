@@ -32,7 +32,8 @@ from memoryhub.models import (
     Mode,
     User,
 )
-from memoryhub.queries.memories import MEMORY_TABLE, MemoryItem, decrypt_memory
+from memoryhub.queries.memories import MemoryItem, decrypt_memory
+from memoryhub.sealed_tables import MEMORY_TABLE
 from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, status_for
 from memoryhub.services.ingest import cite_messages

@@ -22,7 +22,7 @@ from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemorySource, Session
 from memoryhub.personal_data import tag_personal_data
-from memoryhub.queries.memories import MEMORY_TABLE
+from memoryhub.sealed_tables import MEMORY_TABLE
 from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import (
     CONFLICTS_WITH,
@@ -35,7 +35,8 @@ from memoryhub.services.confidence import (
     status_for,
     supersede,
 )
-from memoryhub.services.memories import NewMemory, build_memory, check_content, check_writable
+from memoryhub.services.memories import NewMemory, build_memory
+from memoryhub.services.write_checks import check_content, check_writable
 
 # A near-duplicate is close in meaning *and* in wording: similar embeddings alone would merge
 # "lives in Paris" with "lives in Lyon" (0.68) and similar words alone "tea" with "coffee".

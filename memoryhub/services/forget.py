@@ -9,8 +9,6 @@ their old versions are dropped, so nothing forgotten comes back through a summar
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -23,6 +21,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder, default_embedder
 from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
+from memoryhub.knowledge.forget import forget_user_data as forget_knowledge_data
 from memoryhub.models import (
     ActorType,
     AgentBlock,
@@ -41,6 +40,7 @@ from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access, subject_pseudonym
 from memoryhub.services.forget_cascade import cascade, regenerate, restore, weaken
 from memoryhub.services.forget_selection import ForgetPlan, ForgetSelector, plan_forget
+from memoryhub.services.graph import forget_user_data as forget_graph_data
 
 __all__ = [
     "DeletionReceipt",
@@ -49,15 +49,15 @@ __all__ = [
     "forget",
 ]
 
-# Apps that keep data derived from memories (review candidates, graph nodes) expose a purge
-# function here: `fn(*, user, mode, memory_ids, message_ids, selector, embedder) ->
-# Mapping[str, int]` (counts by kind; mode and selector are None for account deletion). Besides
-# what was built on the forgotten memories and messages, a purger deletes its own rows that the
-# selector picks (period, topic, query). A module that does not exist yet is skipped; one that
-# exists is always called, in order, inside the forget's transaction.
-DERIVED_DATA_PURGERS: tuple[str, ...] = (
-    "review.services.forget_user_data",
-    "memoryhub.services.graph.forget_user_data",
+# Data derived from memories elsewhere in the domain, purged inside every forget's transaction,
+# in this order: the answers and candidates first, then the graph (which reads what is left of
+# the answers). Each is `fn(*, user, mode, memory_ids, message_ids, selector, embedder) ->
+# Mapping[str, int]` (counts by kind; mode and selector are None for account deletion) and
+# deletes, besides what was built on the forgotten memories and messages, its own rows that the
+# selector picks (period, topic, query).
+DERIVED_DATA_PURGERS: tuple[Callable[..., Mapping[str, int]], ...] = (
+    forget_knowledge_data,
+    forget_graph_data,
 )
 
 
@@ -76,22 +76,6 @@ class DeletionReceipt:
         return sum(self.counts.values())
 
 
-def _purgers() -> list[Callable[..., Mapping[str, int]]]:
-    found = []
-    for dotted in DERIVED_DATA_PURGERS:
-        module_name, _, name = dotted.rpartition(".")
-        try:
-            spec = importlib.util.find_spec(module_name)
-        except ModuleNotFoundError:
-            spec = None
-        if spec is None:
-            continue
-        function = getattr(importlib.import_module(module_name), name, None)
-        if callable(function):
-            found.append(function)
-    return found
-
-
 def _purge_derived_data(
     *,
     user: User,
@@ -103,7 +87,7 @@ def _purge_derived_data(
 ) -> dict[str, int]:
     counts: dict[str, int] = {}
     memory_ids, message_ids = tuple(memory_ids), tuple(message_ids)
-    for purge in _purgers():
+    for purge in DERIVED_DATA_PURGERS:
         result = purge(
             user=user,
             mode=mode,

@@ -10,9 +10,9 @@ from django.utils import timezone
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
 from memoryhub.models import Memory, MemoryKind, MemoryStatus, MemoryVersion, Message, Mode, User
-from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE, decrypt_memory
+from memoryhub.queries.memories import decrypt_memory
+from memoryhub.sealed_tables import MEMORY_TABLE, MESSAGE_TABLE, VERSION_TABLE
 from memoryhub.services.forget_selection import ForgetPlan, is_generated
-from memoryhub.services.ingest import MESSAGE_TABLE
 from memoryhub.services.summaries import (
     COMPACTION_GENERATOR,
     THEME_GENERATOR,

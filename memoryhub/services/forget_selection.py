@@ -24,10 +24,14 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.journal import JOURNAL_TABLE
-from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE
-from memoryhub.services.ingest import MESSAGE_TABLE
-from memoryhub.services.sessions import SESSION_TABLE, WORKING_MEMORY_FIELD
+from memoryhub.sealed_tables import (
+    JOURNAL_TABLE,
+    MEMORY_TABLE,
+    MESSAGE_TABLE,
+    SESSION_TABLE,
+    VERSION_TABLE,
+    WORKING_MEMORY_FIELD,
+)
 from memoryhub.services.summaries import COMMON_WORDS, COMPACTION_GENERATOR, THEME_GENERATOR
 
 # Cosine similarity above which a memory or message counts as "about" a forget query.

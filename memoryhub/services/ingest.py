@@ -50,15 +50,16 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.personal_data import tag_personal_data
+from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import cite_messages as cite_messages
 from memoryhub.services.evidence import store_items
-from memoryhub.services.memories import NewMemory, build_memory, check_content
+from memoryhub.services.memories import NewMemory, build_memory
+from memoryhub.services.write_checks import check_content
 
 logger = logging.getLogger(__name__)
 
 # Must match every reader of message rows (recall, forget): the ciphertext binding.
-MESSAGE_TABLE = "message"
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from memoryhub.actors import Actor
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
-from memoryhub.queries.journal import JOURNAL_TABLE
+from memoryhub.sealed_tables import JOURNAL_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.memories import check_content, check_writable
+from memoryhub.services.write_checks import check_content, check_writable
 
 
 def add_journal_entry(

@@ -8,17 +8,13 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
-    ContentTooLargeError,
     InvalidInputError,
-    MemoryOffError,
-    MemoryPausedError,
 )
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import (
@@ -34,45 +30,12 @@ from memoryhub.models import (
     Mode,
     User,
 )
-from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE, get_memory_row
+from memoryhub.queries.memories import get_memory_row
 from memoryhub.replicas import note_write
+from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 from memoryhub.services.audit import record_access
-
-
-def check_content(content: str, *, field: str = "content") -> str:
-    """Validate memory text: non-empty, valid text, within the size cap; return it stripped."""
-    if not isinstance(content, str):
-        raise InvalidInputError(f"{field} must be a string")
-    stripped = content.strip()
-    if not stripped:
-        raise InvalidInputError(f"{field} must not be empty")
-    if "\x00" in stripped:
-        raise InvalidInputError(f"{field} must not contain NUL characters")
-    try:
-        size = len(stripped.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
-    if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
-        raise ContentTooLargeError(
-            f"{field} is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
-        )
-    return stripped
-
-
-def check_writable(user: User, actor: Actor, mode: Mode | None = None) -> None:
-    """Refuse writes by agents and the system while the user has paused memory, or turned it
-    off in the mode (MemoryOffError, a MemoryPausedError). The user's own writes always pass.
-    """
-    if actor.actor_type == ActorType.USER:
-        return
-    if user.is_memory_paused:
-        raise MemoryPausedError(
-            "this user has paused memory: nothing new is remembered until they resume it"
-        )
-    if mode is not None and mode.is_memory_off:
-        raise MemoryOffError(
-            f"this user turned memory off in the {mode.slug!r} mode: nothing is saved there"
-        )
+from memoryhub.services.forget import ForgetSelector, forget
+from memoryhub.services.write_checks import check_content, check_writable
 
 
 def _choice(value: str, choices: type[Any], field: str) -> str:
@@ -374,9 +337,6 @@ def delete_memories(
     (facts, themes, answers and candidates, graph nodes) and rewrites summaries. Returns how
     many of the named memories were deleted.
     """
-    # Imported here: forget depends on this module (through ingest), not the reverse.
-    from memoryhub.services.forget import ForgetSelector, forget
-
     receipt = forget(
         user=user,
         mode=mode,

@@ -26,16 +26,15 @@ from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, ExtractionRun, Message, Mode, Session, User
 from memoryhub.replicas import note_write
+from memoryhub.sealed_tables import MESSAGE_TABLE, SESSION_TABLE, WORKING_MEMORY_FIELD
 from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import StoreReport, is_explicit_statement, store_items
-from memoryhub.services.ingest import MESSAGE_TABLE
-from memoryhub.services.memories import check_content, check_writable
+from memoryhub.services.write_checks import check_content, check_writable
+from memoryhub.task_queue import EXTRACT_SESSION, enqueue
 
 logger = logging.getLogger(__name__)
 
 # Must match every reader of working memory (forget): the ciphertext binding.
-SESSION_TABLE = "session"
-WORKING_MEMORY_FIELD = "working_memory"
 
 
 @dataclass(frozen=True)
@@ -307,11 +306,8 @@ def _enqueue_extraction(session_id: UUID) -> bool:
     Never raises for the broker: the caller has committed already (ending a session answers
     200 either way), and the session stays queued for `requeue_stranded_extractions`.
     """
-    # Imported here: the tasks module imports this one (tasks are thin adapters over services).
-    from memoryhub.tasks import extract_session
-
     try:
-        extract_session.delay(str(session_id))
+        enqueue(EXTRACT_SESSION, str(session_id))
     except BrokerUnavailableError as error:
         logger.warning(
             "extraction of session %s stays queued: broker unavailable (%s)", session_id, error

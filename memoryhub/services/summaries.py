@@ -20,7 +20,8 @@ from django.utils import timezone
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
 from memoryhub.models import Memory, MemoryVersion
-from memoryhub.queries.memories import MEMORY_TABLE, VERSION_TABLE, MemoryItem
+from memoryhub.queries.memories import MemoryItem
+from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 
 THEME_GENERATOR = "consolidation"
 COMPACTION_GENERATOR = "compaction"

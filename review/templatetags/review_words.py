@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from review.scoring import MEMORY_ID_NOT_IN_CONTEXT, PAST_DATE_AS_UPCOMING
+from memoryhub.knowledge.scoring import MEMORY_ID_NOT_IN_CONTEXT, PAST_DATE_AS_UPCOMING
 
 register = template.Library()
 

@@ -230,8 +230,8 @@ def test_a_reviewer_sets_up_totp_returns_to_the_queue_and_answers_for_the_user(
 
     from accounts.roles import REVIEWERS_GROUP
     from memoryhub.actors import Actor
+    from memoryhub.knowledge import answers as services
     from memoryhub.models import ActorType, Channel, Memory
-    from review import services
 
     reviewer = factories.make_user(workspace=workspace, email="rita@example.com")
     reviewer.groups.add(Group.objects.get_or_create(name=REVIEWERS_GROUP)[0])

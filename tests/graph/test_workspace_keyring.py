@@ -8,6 +8,7 @@ from django.core.management import call_command
 from memoryhub import crypto
 from memoryhub.errors import DecryptionError, KeyDestroyedError
 from memoryhub.keyring import (
+    cipher_for,
     destroy_workspace_key,
     master_keys,
     workspace_cipher,
@@ -76,3 +77,12 @@ def test_rotation_rewraps_workspace_keys_too(workspace, settings):
     assert master_keys()[0].key_id == "rotated"
     cipher = workspace_cipher(workspace, create=False)
     assert cipher.decrypt(blob, table="graph_node", row_id="n1", field="text") == "Hotel Lumiere"
+
+
+def test_a_cipher_never_shows_its_data_key(workspace, user):
+    for cipher in (workspace_cipher(workspace), cipher_for(user)):
+        assert cipher.data_key.hex() not in repr(cipher)
+        assert repr(cipher) in {
+            f"WorkspaceCipher(workspace_id={workspace.pk})",
+            f"UserCipher(user_id={user.pk})",
+        }

@@ -8,13 +8,13 @@ import pytest
 
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for, workspace_cipher
-from memoryhub.models import AuditEntry, EdgeType, GraphEdge, GraphNode, NodeType
+from memoryhub.knowledge import answers as review_services
+from memoryhub.knowledge.documents import publish_document
+from memoryhub.models import AuditEntry, EdgeType, GraphEdge, GraphNode, KnowledgeDocument, NodeType
+from memoryhub.sealed_tables import NODE_TABLE
 from memoryhub.services import graph
 from memoryhub.services.audit import subject_pseudonym
 from memoryhub.tasks import record_answer_in_graph
-from review import services as review_services
-from review.knowledge import publish_document
-from review.models import KnowledgeDocument
 from tests import factories
 
 from .conftest import HIGH, LOW
@@ -25,7 +25,7 @@ ANSWER = "Yes, the Hotel Lumiere has rooms on Friday."
 
 def _text(node):
     return workspace_cipher(node.workspace_id).decrypt(
-        node.text_ciphertext, table=graph.NODE_TABLE, row_id=node.pk, field="text"
+        node.text_ciphertext, table=NODE_TABLE, row_id=node.pk, field="text"
     )
 
 
@@ -60,7 +60,7 @@ def test_node_text_is_scrubbed_and_encrypted_under_the_workspace_key(answer_via_
     assert "Hotel Lumiere in Lyon" in text
     with pytest.raises(Exception, match="ciphertext"):
         cipher_for(user).decrypt(
-            query.text_ciphertext, table=graph.NODE_TABLE, row_id=query.pk, field="text"
+            query.text_ciphertext, table=NODE_TABLE, row_id=query.pk, field="text"
         )
 
 

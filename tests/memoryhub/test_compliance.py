@@ -26,8 +26,9 @@ from memoryhub.models import (
     UserKey,
 )
 from memoryhub.queries.export import export_user_data
-from memoryhub.queries.memories import MEMORY_TABLE, list_memories
+from memoryhub.queries.memories import list_memories
 from memoryhub.queries.recall import search_memories
+from memoryhub.sealed_tables import MEMORY_TABLE
 from memoryhub.services.agents import create_personal_key
 from memoryhub.services.audit import subject_pseudonym, verify_chain
 from memoryhub.services.forget import ForgetSelector, delete_account, forget

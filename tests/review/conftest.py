@@ -8,8 +8,8 @@ from django.contrib.auth.models import Group
 
 from accounts.roles import REVIEWERS_GROUP
 from memoryhub.actors import Actor
+from memoryhub.knowledge import answers as services
 from memoryhub.models import ActorType, Channel
-from review import services
 from tests import factories
 
 HIGH = {"retrieval": 0.9, "policy": 1.0, "completeness": 0.9, "memory": 0.9}

@@ -8,11 +8,19 @@ import pytest
 
 from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryPausedError, NotFoundError
-from memoryhub.models import AuditEntry, Session
+from memoryhub.knowledge import answers as services
+from memoryhub.knowledge.forget import forget_user_data
+from memoryhub.models import (
+    AnswerRecord,
+    AuditEntry,
+    FailureClass,
+    KnowledgeDocument,
+    LearningCandidate,
+    Session,
+)
 from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.forget import ForgetSelector, delete_account, forget
-from review import decisions, services
-from review.models import AnswerRecord, FailureClass, KnowledgeDocument, LearningCandidate
+from review import decisions
 from review.queries import get_candidate
 from tests import factories
 
@@ -263,7 +271,7 @@ def test_forgetting_a_memory_deletes_the_answers_built_on_it(report, user, perso
     memory = factories.make_memory(user, personal, "Alice likes the Lyon store", embedder=embedder)
     built_on_it = report(QUESTION, ANSWER, context_ids=[str(memory.pk)])
     unrelated = report("How do I return a parcel?", ANSWER)
-    counts = services.forget_user_data(user=user, mode=personal, memory_ids=[memory.pk])
+    counts = forget_user_data(user=user, mode=personal, memory_ids=[memory.pk])
     assert counts == {"answer_record": 1, "learning_candidate": 1}
     assert not AnswerRecord.objects.filter(pk=built_on_it.answer.pk).exists()
     assert not LearningCandidate.objects.filter(pk=built_on_it.candidate.pk).exists()
@@ -282,7 +290,7 @@ def test_forgetting_a_user_deletes_all_their_answers_and_candidates(
         embedder=embedder,
     )
     kept = report(QUESTION, ANSWER, owner=other_user)
-    counts = services.forget_user_data(user=user)
+    counts = forget_user_data(user=user)
     assert counts == {"answer_record": 1, "learning_candidate": 2}
     assert not LearningCandidate.objects.filter(user=user).exists()
     assert LearningCandidate.objects.filter(pk=kept.candidate.pk).exists()

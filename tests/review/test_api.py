@@ -6,8 +6,7 @@ import uuid
 
 import pytest
 
-from memoryhub.models import Session
-from review.models import AnswerRecord, LearningCandidate
+from memoryhub.models import AnswerRecord, LearningCandidate, Session
 from tests import factories
 from tests.api.conftest import Caller
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from memoryhub.knowledge.chunking import chunk_text
 from memoryhub.tokens import count_tokens
-from review.chunking import chunk_text
 
 
 def test_a_short_document_is_one_passage():

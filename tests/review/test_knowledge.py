@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
+from memoryhub.knowledge import answers as services
+from memoryhub.knowledge import documents as knowledge
+from memoryhub.knowledge.queries import search_knowledge
+from memoryhub.models import KnowledgeDocument, LearningCandidate
 from memoryhub.queries.context import KNOWLEDGE, assemble_context
-from review import decisions, knowledge, services
-from review.models import KnowledgeDocument, LearningCandidate
-from review.queries import search_knowledge
+from review import decisions
 from tests import factories
 
 from .conftest import LOW_RETRIEVAL, make_reviewer

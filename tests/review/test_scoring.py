@@ -7,8 +7,7 @@ from datetime import date
 import pytest
 
 from memoryhub.errors import InvalidInputError
-from review.models import FailureClass
-from review.scoring import (
+from memoryhub.knowledge.scoring import (
     MEMORY_ID_NOT_IN_CONTEXT,
     PAST_DATE_AS_UPCOMING,
     Signals,
@@ -18,6 +17,7 @@ from review.scoring import (
     find_hallucination_signals,
     signal_weights,
 )
+from memoryhub.models import FailureClass
 
 TODAY = date(2025, 6, 15)
 MEMORY_ID = "2b1f7c3e-8a44-4a4e-9c55-0f6b1f3f9d21"

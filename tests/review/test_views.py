@@ -10,12 +10,12 @@ from django.urls import reverse
 
 from memoryhub.actors import Actor
 from memoryhub.keyring import cipher_for
-from memoryhub.models import AuditEntry, Memory, MemoryKind
+from memoryhub.knowledge import answers as services
+from memoryhub.knowledge.documents import publish_document
+from memoryhub.models import AuditEntry, KnowledgeDocument, LearningCandidate, Memory, MemoryKind
 from memoryhub.queries.memories import decrypt_memory
 from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
-from review import decisions, services
-from review.knowledge import publish_document
-from review.models import KnowledgeDocument, LearningCandidate
+from review import decisions
 from tests import factories
 
 from .conftest import HIGH, LOW_RETRIEVAL, make_reviewer

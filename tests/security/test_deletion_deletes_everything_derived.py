@@ -21,9 +21,11 @@ from django.utils import timezone
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import (
+    AnswerRecord,
     AuditEntry,
     GraphNode,
     JournalEntry,
+    LearningCandidate,
     Memory,
     Message,
     Session,
@@ -35,7 +37,6 @@ from memoryhub.services import graph
 from memoryhub.services.audit import verify_chain
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.users import ensure_mode
-from review.models import AnswerRecord, LearningCandidate
 
 from .canary_scan import blind_index_holding, columns_holding, decryptable_holding, dump_holds
 

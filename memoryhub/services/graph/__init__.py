@@ -8,7 +8,6 @@ from .maintenance import decay_edges, erase_user, forget_user_data, purge_transi
 from .recording import (
     GOOD_ANSWER_WEIGHT,
     MIN_WEIGHT,
-    NODE_TABLE,
     TRANSIENT_TYPES,
     Interaction,
     ItemRef,
@@ -27,7 +26,6 @@ from .recording import (
 __all__ = [
     "GOOD_ANSWER_WEIGHT",
     "MIN_WEIGHT",
-    "NODE_TABLE",
     "TRANSIENT_TYPES",
     "Interaction",
     "ItemRef",

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import (
+    AnswerRecord,
     EdgeType,
     GraphEdge,
     GraphMaintenanceRun,
@@ -26,7 +27,6 @@ from memoryhub.models import (
     User,
     Workspace,
 )
-from review.models import AnswerRecord
 
 from .recording import MIN_WEIGHT, TRANSIENT_TYPES, configured_half_life, declared_types
 
@@ -80,7 +80,7 @@ def forget_user_data(
     """
     if mode is None:
         return erase_user(user=user)
-    # The review purger runs first (forget.DERIVED_DATA_PURGERS) and deletes the answers built
+    # The knowledge purger runs first (forget.DERIVED_DATA_PURGERS) and deletes the answers built
     # on what was forgotten; the nodes recorded from those answers go with them.
     dangling = GraphNode.objects.filter(user=user, answer_id__isnull=False).exclude(
         answer_id__in=AnswerRecord.objects.filter(user=user).values("pk")

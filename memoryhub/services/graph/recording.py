@@ -26,21 +26,22 @@ from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError, InvalidInputError, KeyDestroyedError, NotFoundError
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import WorkspaceCipher, cipher_for, workspace_cipher
+from memoryhub.knowledge.queries import known_names_of
 from memoryhub.models import (
+    AnswerRecord,
     EdgeType,
     GraphEdge,
     GraphNode,
+    KnowledgeDocument,
     NodeType,
     User,
     Workspace,
     WorkspaceNodeType,
 )
 from memoryhub.personal_data import scrub_personal_data
+from memoryhub.sealed_tables import ANSWER_TABLE, NODE_TABLE
 from memoryhub.services.audit import record_access
-from review.models import AnswerRecord, KnowledgeDocument
-from review.queries import ANSWER_TABLE, known_names_of
 
-NODE_TABLE = "graph_node"
 TRANSIENT_TYPES = (NodeType.QUERY, NodeType.RESPONSE, NodeType.TOOL_CALL)
 # Decay never takes an edge below this; initial weights start at least here too, so the floor
 # never raises a weight.

@@ -1,16 +1,15 @@
-"""The review app's part of a user's data export: their answer records and candidates, decrypted."""
+"""The knowledge domain's part of a data export: the user's answer records and candidates."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from memoryhub.keyring import UserCipher
-from memoryhub.models import User
-
-from .models import AnswerRecord, LearningCandidate
-from .queries import ANSWER_TABLE, CANDIDATE_TABLE
+from memoryhub.models import AnswerRecord, LearningCandidate, User
+from memoryhub.sealed_tables import ANSWER_TABLE, CANDIDATE_TABLE
 
 
 def _when(moment: datetime | None) -> str | None:
@@ -33,36 +32,24 @@ def export_answers(user: User, cipher: UserCipher, using: str) -> dict[int, list
         .order_by("created_at", "id")
     )
     for record in records.iterator(chunk_size=500):
-        pk = record.pk
+        text = partial(_open, cipher, table=ANSWER_TABLE, row_id=record.pk)
         by_mode[record.mode_id].append(
             {
                 "id": str(record.pk),
                 "agent": record.agent.name if record.agent else None,
                 "session_id": str(record.session_id) if record.session_id else None,
-                "question": _open(
-                    cipher,
-                    record.question_ciphertext,
-                    table=ANSWER_TABLE,
-                    row_id=pk,
-                    field="question",
-                ),
-                "answer": _open(
-                    cipher, record.answer_ciphertext, table=ANSWER_TABLE, row_id=pk, field="answer"
-                ),
+                "question": text(record.question_ciphertext, field="question"),
+                "answer": text(record.answer_ciphertext, field="answer"),
                 "items": cipher.decrypt_json(
-                    record.items_ciphertext, table=ANSWER_TABLE, row_id=pk, field="items"
+                    record.items_ciphertext, table=ANSWER_TABLE, row_id=record.pk, field="items"
                 )
                 or [],
                 "context_ids": list(record.context_ids),
                 "signals": record.signals,
                 "confidence": record.confidence,
                 "feedback": record.feedback or None,
-                "feedback_comment": _open(
-                    cipher,
-                    record.feedback_comment_ciphertext,
-                    table=ANSWER_TABLE,
-                    row_id=pk,
-                    field="feedback_comment",
+                "feedback_comment": text(
+                    record.feedback_comment_ciphertext, field="feedback_comment"
                 ),
                 "created_at": _when(record.created_at),
             }
@@ -82,7 +69,7 @@ def export_candidates(
         LearningCandidate.objects.using(using).filter(user=user).order_by("created_at", "id")
     )
     for candidate in candidates.iterator(chunk_size=500):
-        pk = candidate.pk
+        text = partial(_open, cipher, table=CANDIDATE_TABLE, row_id=candidate.pk)
         by_mode[candidate.mode_id].append(
             {
                 "id": str(candidate.pk),
@@ -90,27 +77,9 @@ def export_candidates(
                 "status": candidate.status,
                 "answer_id": str(candidate.answer_id) if candidate.answer_id else None,
                 "failure_class": candidate.failure_class or None,
-                "question": _open(
-                    cipher,
-                    candidate.question_ciphertext,
-                    table=CANDIDATE_TABLE,
-                    row_id=pk,
-                    field="question",
-                ),
-                "answer": _open(
-                    cipher,
-                    candidate.answer_ciphertext,
-                    table=CANDIDATE_TABLE,
-                    row_id=pk,
-                    field="answer",
-                ),
-                "comment": _open(
-                    cipher,
-                    candidate.comment_ciphertext,
-                    table=CANDIDATE_TABLE,
-                    row_id=pk,
-                    field="comment",
-                ),
+                "question": text(candidate.question_ciphertext, field="question"),
+                "answer": text(candidate.answer_ciphertext, field="answer"),
+                "comment": text(candidate.comment_ciphertext, field="comment"),
                 "created_at": _when(candidate.created_at),
                 "decided_at": _when(candidate.decided_at),
             }

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from memoryhub.errors import InvalidInputError
-
-from .models import FailureClass
+from memoryhub.models import FailureClass
 
 logger = logging.getLogger(__name__)
 

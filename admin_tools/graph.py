@@ -8,20 +8,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.roles import require_staff
-from memoryhub.actors import Actor
-from memoryhub.http import AuthedRequest, client_ip
+from memoryhub.http import AuthedRequest, staff_actor
 from memoryhub.models import ActorType, Channel, Workspace
 from memoryhub.queries.graph import graph_overview
-
-
-def _admin_actor(request: AuthedRequest) -> Actor:
-    return Actor(
-        ActorType.ADMIN,
-        str(request.user.pk),
-        Channel.ADMIN,
-        label=request.user.email or "",
-        client_ip=client_ip(request),
-    )
 
 
 @require_GET
@@ -41,5 +30,5 @@ def graph_detail(request: AuthedRequest, slug: str) -> HttpResponse:
     workspace = Workspace.objects.filter(slug=slug).first()
     if workspace is None:
         raise Http404("no such workspace")
-    overview = graph_overview(workspace, actor=_admin_actor(request))
+    overview = graph_overview(workspace, actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN))
     return render(request, "admin_tools/graph.html", {"workspace": workspace, "overview": overview})

@@ -9,8 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from accounts.roles import require_staff
-from memoryhub.actors import Actor
-from memoryhub.http import AuthedRequest, client_ip
+from memoryhub.http import AuthedRequest, staff_actor
 from memoryhub.models import ActorType, Channel
 from memoryhub.queries.audit_log import audit_csv_lines, audit_entries
 from memoryhub.queries.health import memory_health
@@ -20,22 +19,11 @@ from .forms import AuditFilterForm
 PAGE_SIZE = 50
 
 
-def _admin_actor(request: AuthedRequest) -> Actor:
-    # Every look an admin takes is itself an audit row, on the "admin" channel.
-    return Actor(
-        ActorType.ADMIN,
-        str(request.user.pk),
-        Channel.ADMIN,
-        label=request.user.email or "",
-        client_ip=client_ip(request),
-    )
-
-
 @require_GET
 @require_staff
 def health(request: AuthedRequest) -> HttpResponse:
     """Memory health: volume, growth, superseded and contradicted facts, dormancy, rejections."""
-    report = memory_health(actor=_admin_actor(request))
+    report = memory_health(actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN))
     return render(request, "admin_tools/health.html", {"report": report})
 
 
@@ -47,7 +35,9 @@ def audit_log(request: AuthedRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
         return render(request, "admin_tools/audit_log.html", {"form": form}, status=422)
-    rows = audit_entries(form.to_filter(), actor=_admin_actor(request))
+    rows = audit_entries(
+        form.to_filter(), actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN)
+    )
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -63,7 +53,11 @@ def audit_export(request: AuthedRequest) -> HttpResponseBase:
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
         return HttpResponse("Invalid filter.", status=422, content_type="text/plain")
-    rows = audit_entries(form.to_filter(), actor=_admin_actor(request), action="audit.export")
+    rows = audit_entries(
+        form.to_filter(),
+        actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
+        action="audit.export",
+    )
     response = StreamingHttpResponse(
         audit_csv_lines(rows.iterator(chunk_size=2000)), content_type="text/csv"
     )

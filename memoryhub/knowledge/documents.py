@@ -13,10 +13,10 @@ from django.utils import timezone
 
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ContentTooLargeError, InvalidInputError
-from memoryhub.models import User, Workspace
+from memoryhub.models import KnowledgeChunk, KnowledgeDocument, LearningCandidate, User, Workspace
+from memoryhub.services.write_checks import check_storable
 
 from .chunking import chunk_text
-from .models import KnowledgeChunk, KnowledgeDocument, LearningCandidate
 from .queries import get_document
 
 MAX_TITLE_CHARS = 200
@@ -26,12 +26,7 @@ MAX_DOCUMENT_CHARS = 200_000
 def _check_text(value: str, *, field: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError(f"{field} must not be empty")
-    if "\x00" in value:
-        raise InvalidInputError(f"{field} must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+    check_storable(value, field=field)
     if len(value) > limit:
         raise ContentTooLargeError(f"{field} is longer than {limit} characters")
     return value.strip()

@@ -1,6 +1,8 @@
-"""Review state changes: report answers, take feedback, propose facts, forget a user's data.
+"""Answers and candidates: report an answer (captured for review when weak), take feedback,
+propose a fact.
 
-Reviewer decisions (approve, reject, skip) live in review/decisions.py.
+Reviewer decisions (approve, reject, skip) live in review/decisions.py; what a forget takes
+of this data, in memoryhub/knowledge/forget.py.
 
 Security invariants enforced here:
 - Answer text reaches the ORM only as ciphertext under the user's data key.
@@ -10,8 +12,6 @@ Security invariants enforced here:
 
 from __future__ import annotations
 
-import importlib
-import json
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,22 +22,30 @@ from uuid import UUID, uuid4
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
-from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.models import Mode, Session, User, Workspace
+from memoryhub.keyring import cipher_for
+from memoryhub.models import (
+    AnswerRecord,
+    FailureClass,
+    Feedback,
+    LearningCandidate,
+    Mode,
+    Session,
+    User,
+    Workspace,
+)
 from memoryhub.personal_data import scrub_personal_data
+from memoryhub.sealed_tables import ANSWER_TABLE, CANDIDATE_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.forget_selection import ForgetSelector, in_window, select_texts
-from memoryhub.services.memories import check_content, check_writable
+from memoryhub.services.write_checks import check_content, check_writable
+from memoryhub.task_queue import RECORD_ANSWER_IN_GRAPH, enqueue
 
-from .models import AnswerRecord, FailureClass, Feedback, LearningCandidate
-from .queries import ANSWER_TABLE, CANDIDATE_TABLE, known_names_of
+from .queries import known_names_of
 from .scoring import (
     check_signals,
     classify_failure,
@@ -55,9 +63,9 @@ FEEDBACK_ADJUSTMENT = 0.1
 MAX_CONTEXT_IDS = 500
 MAX_ITEMS = 100
 MAX_COMMENT_CHARS = 2000
-# Issue 9: the graph helper records every reported answer in the workspace graph. Its Celery
-# task is looked up by this name so that the review app does not depend on the graph app.
-GRAPH_TASK = "memoryhub.tasks.record_answer_in_graph"
+# Issue 9: every reported answer (and its feedback) is recorded in the workspace graph by this
+# Celery task, published by name (memoryhub/task_queue.py).
+GRAPH_TASK = RECORD_ANSWER_IN_GRAPH
 
 
 @dataclass(frozen=True)
@@ -88,12 +96,22 @@ def _enqueue_graph_update(answer_id: UUID) -> None:
     # Fire and forget, after the commit: an unreachable broker or a broken task module costs
     # the graph one interaction, never the agent a 500 for an answer that is already saved.
     try:
-        module_name, _, name = GRAPH_TASK.rpartition(".")
-        task = getattr(importlib.import_module(module_name), name, None)
-        if task is not None:
-            task.delay(str(answer_id))
+        enqueue(GRAPH_TASK, str(answer_id))
     except Exception:
         logger.exception("could not queue the graph update of answer %s", answer_id)
+
+
+def _audit_and_record_in_graph(
+    record: AnswerRecord, *, mode: Mode, actor: Actor, action: str
+) -> None:
+    record_access(
+        actor=actor,
+        subject_user_id=record.user_id,
+        action=action,
+        object_ids=[record.pk],
+        mode=mode.slug,
+    )
+    transaction.on_commit(partial(_enqueue_graph_update, record.pk))
 
 
 def _check_context_ids(values: Collection[object]) -> list[str]:
@@ -196,12 +214,13 @@ def _create_candidate(
     *,
     user: User,
     mode: Mode,
-    kind: str,
     record: AnswerRecord | None = None,
     failure_class: str = "",
     findings: Sequence[str] = (),
     confidence: float | None = None,
 ) -> LearningCandidate:
+    """A captured answer when there is an answer record, else a proposed fact."""
+    kind = LearningCandidate.Kind.ANSWER if record is not None else LearningCandidate.Kind.FACT
     cipher = cipher_for(user)
     candidate_id = uuid4()
 
@@ -302,20 +321,12 @@ def report_answer(
                 draft,
                 user=user,
                 mode=mode,
-                kind=LearningCandidate.Kind.ANSWER,
                 record=record,
                 failure_class=classify_failure(checked, findings=findings),
                 findings=findings,
                 confidence=composite,
             )
-        record_access(
-            actor=actor,
-            subject_user_id=user.pk,
-            action="answer.report",
-            object_ids=[record.pk],
-            mode=mode.slug,
-        )
-        transaction.on_commit(partial(_enqueue_graph_update, record.pk))
+        _audit_and_record_in_graph(record, mode=mode, actor=actor, action="answer.report")
     return AnswerReport(answer=record, candidate=candidate)
 
 
@@ -379,21 +390,13 @@ def record_feedback(
                 draft,
                 user=user,
                 mode=mode,
-                kind=LearningCandidate.Kind.ANSWER,
                 record=record,
                 failure_class=FailureClass.NEGATIVE_FEEDBACK,
                 confidence=record.confidence,
             )
         elif is_down and is_pending and candidate is not None:
             _mark_negative(candidate, user=user, comment=comment, confidence=record.confidence)
-        record_access(
-            actor=actor,
-            subject_user_id=user.pk,
-            action="answer.feedback",
-            object_ids=[record.pk],
-            mode=mode.slug,
-        )
-        transaction.on_commit(partial(_enqueue_graph_update, record.pk))
+        _audit_and_record_in_graph(record, mode=mode, actor=actor, action="answer.feedback")
     return AnswerReport(answer=record, candidate=candidate)
 
 
@@ -422,7 +425,7 @@ def propose_knowledge_candidate(
     statement = check_content(statement, field="statement")
     draft = _draft(user=user, question=None, answer=statement, comment=None, embedder=embedder)
     with transaction.atomic():
-        candidate = _create_candidate(draft, user=user, mode=mode, kind=LearningCandidate.Kind.FACT)
+        candidate = _create_candidate(draft, user=user, mode=mode)
         record_access(
             actor=actor,
             subject_user_id=user.pk,
@@ -431,102 +434,3 @@ def propose_knowledge_candidate(
             mode=mode.slug,
         )
     return candidate
-
-
-def _answer_text(record: AnswerRecord, cipher: UserCipher) -> str:
-    """Everything an answer record says, as one text for a forget's topic or query."""
-    parts = [
-        cipher.decrypt(blob, table=ANSWER_TABLE, row_id=record.pk, field=field)
-        for field, blob in (
-            ("question", record.question_ciphertext),
-            ("answer", record.answer_ciphertext),
-            ("feedback_comment", record.feedback_comment_ciphertext),
-        )
-        if blob is not None
-    ]
-    if record.items_ciphertext is not None:
-        items = cipher.decrypt_json(
-            record.items_ciphertext, table=ANSWER_TABLE, row_id=record.pk, field="items"
-        )
-        parts.append(json.dumps(items, ensure_ascii=False))
-    return "\n".join(parts)
-
-
-def _candidate_text(candidate: LearningCandidate, cipher: UserCipher) -> str:
-    return "\n".join(
-        cipher.decrypt(blob, table=CANDIDATE_TABLE, row_id=candidate.pk, field=field)
-        for field, blob in (
-            ("question", candidate.question_ciphertext),
-            ("answer", candidate.answer_ciphertext),
-            ("comment", candidate.comment_ciphertext),
-        )
-        if blob is not None
-    )
-
-
-def _selected_answers(
-    *, user: User, mode: Mode, selector: ForgetSelector, embedder: Embedder | None
-) -> tuple[set[UUID], set[UUID]]:
-    """(answer ids, proposed-fact candidate ids) of the mode that a forget's selector picks.
-
-    Every answer of the scope, with or without a session or context ids: what the user said
-    to forget, an answer quoting it must not keep.
-    """
-    cipher = cipher_for(user)
-    answers = AnswerRecord.objects.filter(user=user, mode=mode).filter(
-        in_window("created_at", selector)
-    )
-    facts = LearningCandidate.objects.filter(
-        user=user, mode=mode, kind=LearningCandidate.Kind.FACT
-    ).filter(in_window("created_at", selector))
-    if not (selector.topic or selector.query):
-        return set(answers.values_list("pk", flat=True)), set(facts.values_list("pk", flat=True))
-    answer_texts = {record.pk: _answer_text(record, cipher) for record in answers}
-    fact_texts = {candidate.pk: _candidate_text(candidate, cipher) for candidate in facts}
-    return (
-        select_texts(selector, answer_texts, embedder),
-        select_texts(selector, fact_texts, embedder),
-    )
-
-
-def forget_user_data(
-    *,
-    user: User,
-    mode: Mode | None = None,
-    memory_ids: Collection[UUID | str] = (),
-    message_ids: Collection[UUID | str] = (),
-    selector: ForgetSelector | None = None,
-    embedder: Embedder | None = None,
-) -> dict[str, int]:
-    """Delete a user's answer records and candidates that a forget takes (services/forget.py).
-
-    Mode None (account deletion): all of them. In one mode: the answers built on forgotten
-    memories or given in a session with forgotten messages, and, with a selector (a period,
-    topic or query), every answer and proposed fact of the mode it picks. Knowledge documents
-    stay: they are reviewed, scrubbed workspace knowledge.
-    """
-    answers = AnswerRecord.objects.filter(user=user)
-    candidates = LearningCandidate.objects.filter(user=user)
-    if mode is not None:
-        overlap = Q(context_ids__overlap=[str(i) for i in memory_ids]) if memory_ids else Q()
-        if message_ids:
-            overlap |= Q(session__messages__in=list(message_ids))
-        answer_ids: set[UUID] = set()
-        fact_ids: set[UUID] = set()
-        if overlap:
-            answer_ids = set(
-                answers.filter(Q(mode=mode) & overlap).distinct().values_list("pk", flat=True)
-            )
-        if selector is not None:
-            picked, fact_ids = _selected_answers(
-                user=user, mode=mode, selector=selector, embedder=embedder
-            )
-            answer_ids |= picked
-        answers = answers.filter(pk__in=answer_ids)
-        candidates = candidates.filter(Q(answer__in=answer_ids) | Q(pk__in=fact_ids))
-    candidate_count = candidates.count()
-    answer_ids_list = list(answers.values_list("pk", flat=True))
-    # Proposed facts have no answer record: an account deletion or a selector takes them.
-    candidates.delete()
-    AnswerRecord.objects.filter(pk__in=answer_ids_list).delete()
-    return {"answer_record": len(answer_ids_list), "learning_candidate": candidate_count}

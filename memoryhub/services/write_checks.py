@@ -1,0 +1,59 @@
+"""What every write of user data checks first: valid text in the size cap, memory not paused or off.
+
+Below every service that writes (memories, sessions, journal, answers): a check that lived in
+one of them would make the others import it, and the forget cascade with it.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from memoryhub.actors import Actor
+from memoryhub.errors import (
+    ContentTooLargeError,
+    InvalidInputError,
+    MemoryOffError,
+    MemoryPausedError,
+)
+from memoryhub.models import ActorType, Mode, User
+
+
+def check_storable(text: str, *, field: str) -> int:
+    """Refuse what PostgreSQL cannot store (NUL, lone surrogates) as a 422; return the UTF-8 size."""
+    if "\x00" in text:
+        raise InvalidInputError(f"{field} must not contain NUL characters")
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+
+
+def check_content(content: str, *, field: str = "content") -> str:
+    """Validate memory text: non-empty, valid text, within the size cap; return it stripped."""
+    if not isinstance(content, str):
+        raise InvalidInputError(f"{field} must be a string")
+    stripped = content.strip()
+    if not stripped:
+        raise InvalidInputError(f"{field} must not be empty")
+    size = check_storable(stripped, field=field)
+    if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
+        raise ContentTooLargeError(
+            f"{field} is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
+        )
+    return stripped
+
+
+def check_writable(user: User, actor: Actor, mode: Mode | None = None) -> None:
+    """Refuse writes by agents and the system while the user has paused memory, or turned it
+    off in the mode (MemoryOffError, a MemoryPausedError). The user's own writes always pass.
+    """
+    if actor.actor_type == ActorType.USER:
+        return
+    if user.is_memory_paused:
+        raise MemoryPausedError(
+            "this user has paused memory: nothing new is remembered until they resume it"
+        )
+    if mode is not None and mode.is_memory_off:
+        raise MemoryOffError(
+            f"this user turned memory off in the {mode.slug!r} mode: nothing is saved there"
+        )
