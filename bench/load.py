@@ -143,6 +143,19 @@ def run_configuration(
     }
 
 
+def agents_for_run(
+    agents: Sequence[LoadAgent], count: int, earlier_runs: Sequence[dict[str, Any]]
+) -> list[LoadAgent]:
+    """The next `count` seeded agents after those the earlier runs of this count used.
+
+    Every run's writes grow its users' memories, and a user with more memories is slower to
+    search: rotating, no agent count keeps piling onto the same users (one agent alone would
+    otherwise always be the first agent, its user growing run after run).
+    """
+    start = count * sum(1 for run in earlier_runs if run["agents"] == count)
+    return [agents[(start + n) % len(agents)] for n in range(count)]
+
+
 def measure_server(
     workers: int,
     agents: Sequence[LoadAgent],
@@ -177,7 +190,12 @@ def measure_server(
                         f"{count} agents x {workers} workers, round {round_number + 1}"
                     )
                     continue
-                run = run_configuration(server, agents[:count], monitor=monitor, options=options)
+                run = run_configuration(
+                    server,
+                    agents_for_run(agents, count, report["runs"]),
+                    monitor=monitor,
+                    options=options,
+                )
                 run["round"] = round_number + 1
                 report["runs"].append(run)
                 print(

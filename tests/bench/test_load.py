@@ -17,8 +17,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bench.load_report import OPERATIONS, Outcome, scaling, scaling_by_round, summarise_outcomes
-from bench.load_stack import HOST, base_database_url
+from bench.load import agents_for_run
+from bench.load_report import (
+    OPERATIONS,
+    Outcome,
+    judge,
+    scaling,
+    scaling_by_round,
+    summarise_outcomes,
+)
+from bench.load_stack import HOST, LoadAgent, base_database_url
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -125,3 +133,49 @@ def test_the_scaling_ratio_pairs_runs_of_the_same_round_and_takes_the_median():
     ]
     assert scaling_by_round(runs) == {"1": [], "2": [1.6, 1.5, 1.7]}
     assert scaling(runs) == {"1": None, "2": 1.6}
+
+
+def test_the_scaling_target_is_judged_on_the_most_workers_measured():
+    def run(workers: int, agents: int, throughput: float) -> dict[str, object]:
+        return {
+            "workers": workers,
+            "agents": agents,
+            "round": 1,
+            "throughput_per_second": throughput,
+            "unexpected_errors": 0,
+            "writes": {"lost": 0},
+        }
+
+    one_process_pinned = [run(1, 1, 50.0), run(1, 8, 65.0)]  # 1.3: one interpreter's ceiling
+    [target] = [
+        t
+        for t in judge([*one_process_pinned, run(2, 1, 50.0), run(2, 8, 95.0)], [])
+        if "8 agents" in t["target"]
+    ]
+    assert target["passed"] is True
+    assert target["detail"] == {"judged_workers": "2", "by_workers": {"1": 1.3, "2": 1.9}}
+
+    [target] = [
+        t
+        for t in judge([*one_process_pinned, run(2, 1, 50.0), run(2, 8, 70.0)], [])
+        if "8 agents" in t["target"]
+    ]
+    assert target["passed"] is False  # 1.4 with two workers fails, whatever one worker gives
+
+    [target] = [t for t in judge(one_process_pinned, []) if "8 agents" in t["target"]]
+    assert target["passed"] is False  # a one-worker run (the --quick test) judges that worker
+
+
+def test_each_run_of_an_agent_count_takes_the_next_seeded_agents():
+    agents = [LoadAgent(index=n, key=f"k{n}", user=f"u{n}") for n in range(32)]
+    earlier: list[dict[str, object]] = []
+    firsts = []
+    for _ in range(3):
+        for count in (1, 8, 32):
+            chosen = agents_for_run(agents, count, earlier)
+            assert len({a.index for a in chosen}) == count  # never the same agent twice
+            if count == 1:
+                firsts.append(chosen[0].index)
+            earlier.append({"agents": count})
+    assert firsts == [0, 1, 2]  # one agent alone is not always the first agent's user
+    assert [a.index for a in agents_for_run(agents, 8, earlier)] == list(range(24, 32))
