@@ -11,7 +11,9 @@ uvicorn has restarted it.
 
 The workers' own sockets are also declared IPPROTO_TCP: uvicorn's shared socket was not, and
 asyncio turns TCP_NODELAY on only for IPPROTO_TCP sockets, so every keep-alive response after
-the first waited ~40 ms for the client's delayed ACK (Kludex/uvicorn#3149).
+the first waited ~40 ms for the client's delayed ACK (Kludex/uvicorn#3149). uvloop, which
+process_model.web_command names, turns it on for every TCP socket; the declaration keeps a
+plain asyncio loop right too.
 One worker is unaffected by both: asyncio binds that socket itself.
 """
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _get(
     port: int, path: str, key: str = "", cookie: str = ""
-) -> tuple[int, dict[str, str], bytes]:
+) -> tuple[int, http.client.HTTPMessage, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     if cookie:
@@ -43,7 +43,8 @@ def _get(
     try:
         conn.request("GET", path, headers=headers)
         response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
+        # HTTPMessage: header names are case-insensitive (httptools sends them lower-case).
+        return response.status, response.headers, response.read()
     finally:
         conn.close()
 
@@ -99,8 +100,10 @@ def _first_request_waits_on_a_lock() -> bool:
 
 
 def _while_the_pool_is_taken(
-    table: str, take: Callable[[], int], then: Callable[[], tuple[int, dict[str, str], bytes]]
-) -> tuple[int, tuple[int, dict[str, str], bytes]]:
+    table: str,
+    take: Callable[[], int],
+    then: Callable[[], tuple[int, http.client.HTTPMessage, bytes]],
+) -> tuple[int, tuple[int, http.client.HTTPMessage, bytes]]:
     """Block `take` on a lock of `table` (it holds the only connection), then call `then`."""
     first: list[int] = []
     with psycopg.connect(current_database_url(), autocommit=False) as holder:
