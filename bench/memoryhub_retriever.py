@@ -7,8 +7,10 @@ conversation becomes one user holding both speakers; each turn one memory writte
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID, uuid4
 
@@ -32,19 +34,44 @@ TURN_KIND = "episode"
 
 
 class CachedEmbedder:
-    """An `Embedder` that remembers every vector it computed, so two retrievers embed once."""
+    """An `Embedder` that remembers every vector it computed, so two retrievers embed once.
 
-    def __init__(self, inner: Embedder) -> None:
+    With a `path`, the vectors are also kept on disk between runs (`save`), keyed by a hash of
+    each text, so the file holds no LoCoMo text: a recall experiment then embeds nothing.
+    """
+
+    def __init__(self, inner: Embedder, *, path: Path | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.dimensions = inner.dimensions
+        self.path = path
         self._vectors: dict[str, list[float]] = {}
+        if path is not None and path.is_file():
+            with np.load(path) as stored:
+                self._vectors = dict(
+                    zip(stored["keys"].tolist(), stored["vectors"].tolist(), strict=True)
+                )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        keys = [_text_key(text) for text in texts]
+        missing = {
+            key: text for key, text in zip(keys, texts, strict=True) if key not in self._vectors
+        }
         if missing:
-            self._vectors.update(zip(missing, self.inner.embed(missing), strict=True))
-        return [self._vectors[text] for text in texts]
+            vectors = self.inner.embed(list(missing.values()))
+            self._vectors.update(zip(missing, vectors, strict=True))
+        return [self._vectors[key] for key in keys]
+
+    def save(self) -> None:
+        """Write the vectors to `path` (nothing without one)."""
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._vectors), dtype="U64")
+        vectors = np.array(list(self._vectors.values()), dtype=np.float32)
+        partial = self.path.with_name(f"{self.path.name}.partial.npz")
+        np.savez(partial, keys=keys, vectors=vectors)
+        partial.replace(self.path)
 
     def encode(
         self,
@@ -57,6 +84,10 @@ class CachedEmbedder:
     ) -> NDArray[np.float32]:
         """The `SentenceEncoder` face of the same cache, for the MiniLM baseline."""
         return np.asarray(self.embed(sentences), dtype=np.float32)
+
+
+def _text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class MemoryHubRetriever:

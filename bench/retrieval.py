@@ -30,13 +30,26 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def run_locomo(
-    conversations: Sequence[Conversation], *, embedder: Embedder, progress: bool = True
+    conversations: Sequence[Conversation],
+    *,
+    embedder: Embedder,
+    progress: bool = True,
+    with_baselines: bool = True,
+    embedding_cache: Path | None = None,
 ) -> tuple[BenchmarkResult, MemoryHubRetriever]:
-    """MemoryHub, BM25 and MiniLM cosine on the same LoCoMo turns and questions."""
-    cached = CachedEmbedder(embedder)  # MemoryHub and the MiniLM baseline embed each text once.
+    """MemoryHub, BM25 and MiniLM cosine on the same LoCoMo turns and questions.
+
+    With `embedding_cache`, the turn and question vectors are read from and saved to that file,
+    so a run after the first embeds nothing (a recall experiment takes a minute, not ten).
+    """
+    # MemoryHub and the MiniLM baseline embed each text once.
+    cached = CachedEmbedder(embedder, path=embedding_cache)
     memoryhub = MemoryHubRetriever(embedder=cached)
-    retrievers: list[Retriever] = [memoryhub, BM25Retriever(), MiniLMCosineRetriever(cached)]
+    retrievers: list[Retriever] = [memoryhub]
+    if with_baselines:
+        retrievers += [BM25Retriever(), MiniLMCosineRetriever(cached)]
     result = run_benchmark(conversations, retrievers, progress=progress)
+    cached.save()
     return result, memoryhub
 
 

@@ -46,6 +46,17 @@ class Command(BaseCommand):
         parser.add_argument("--latency-queries", type=int, default=300)
         parser.add_argument("--skip-locomo", action="store_true")
         parser.add_argument("--skip-scale", action="store_true")
+        parser.add_argument(
+            "--recall-only",
+            action="store_true",
+            help="LoCoMo: MemoryHub's recall alone (no baselines, no token economy)",
+        )
+        parser.add_argument(
+            "--embedding-cache",
+            type=Path,
+            help="keep LoCoMo's vectors in this file between runs (outside the repo: e.g. "
+            "$MEMORYHUB_DATA_DIR/bench/locomo-vectors.npz)",
+        )
         parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument(
@@ -91,12 +102,19 @@ class Command(BaseCommand):
         }
         try:
             if not options["skip_locomo"]:
-                result, memoryhub = run_locomo(conversations, embedder=embedder, progress=progress)
+                result, memoryhub = run_locomo(
+                    conversations,
+                    embedder=embedder,
+                    progress=progress,
+                    with_baselines=not options["recall_only"],
+                    embedding_cache=options["embedding_cache"],
+                )
                 report["locomo"] = result
                 self.stdout.write(format_table(result))
-                report["token_economy"] = token_economy(
-                    conversations, memoryhub, embedder=embedder, progress=progress
-                )
+                if not options["recall_only"]:
+                    report["token_economy"] = token_economy(
+                        conversations, memoryhub, embedder=embedder, progress=progress
+                    )
             if not options["skip_scale"]:
                 populate_other_users(total=options["others"], progress=progress)
                 turns = [t.text for c in conversations for t in c.turns][:1000]
