@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bench.locomo import Conversation, Question, Turn
+from bench.memoryhub_retriever import CachedEmbedder
 from bench.retrieval import format_report, run_locomo, token_economy, write_report
 from bench.scale import (
     measure_ingestion,
@@ -92,3 +93,25 @@ def test_percentiles_are_in_milliseconds():
     assert figures["p50_ms"] == pytest.approx(30.0)
     assert figures["p95_ms"] == pytest.approx(1000.0)
     assert figures["n"] == 5
+
+
+def test_the_embedding_cache_gives_the_same_vectors_from_disk_and_holds_no_text(embedder, tmp_path):
+    texts = [text for _, text in LINES]
+    path = tmp_path / "vectors.npz"
+    first = CachedEmbedder(embedder, path=path)
+    computed = first.embed(texts)
+    first.save()
+
+    class Refusing:
+        name = embedder.name
+        dimensions = embedder.dimensions
+
+        def embed(self, batch):
+            raise AssertionError(f"embedded again: {batch}")
+
+    again = CachedEmbedder(Refusing(), path=path)  # type: ignore[arg-type]
+    assert again.embed(list(reversed(texts))) == list(reversed(computed))
+    raw = path.read_bytes()  # numpy keeps strings as UTF-32: look for both encodings.
+    for word in ("puppy", "cello", "Montreal", "Berlin"):
+        assert word.encode() not in raw
+        assert word.encode("utf-32-le") not in raw
