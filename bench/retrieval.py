@@ -138,6 +138,12 @@ def format_report(report: dict[str, Any]) -> str:
             f"ranking reads {', '.join(plan['indexes']) or 'no index'}; "
             f"{scale['ranked_of_user_memories']:,} of the user's memories ranked (exact)"
         )
+    memory = report.get("web_memory")
+    if memory:
+        lines.append(
+            f"\nWeb process after a search and a context assembly ({memory['runtime']}): "
+            f"{memory['rss_mb']:.0f} MB resident, peak {memory['peak_rss_mb']:.0f} MB"
+        )
     ingestion = report.get("ingestion")
     if ingestion:
         lines.append("\nIngestion (memories per second)")

@@ -6,7 +6,9 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
 
+from bench.load_stack import base_database_url, database_url
 from bench.locomo import Conversation, Question, Turn
 from bench.memoryhub_retriever import CachedEmbedder
 from bench.retrieval import format_report, run_locomo, token_economy, write_report
@@ -17,6 +19,7 @@ from bench.scale import (
     percentiles,
     populate_other_users,
 )
+from bench.web_memory import measure_web_memory, resident_megabytes
 from memoryhub.models import Memory
 from tests import factories
 
@@ -115,3 +118,28 @@ def test_the_embedding_cache_gives_the_same_vectors_from_disk_and_holds_no_text(
     for word in ("puppy", "cello", "Montreal", "Berlin"):
         assert word.encode() not in raw
         assert word.encode("utf-32-le") not in raw
+
+
+def test_resident_memory_is_read_from_proc_status_in_megabytes():
+    status = "Name:\tpython\nVmHWM:\t  500000 kB\nVmRSS:\t  300000 kB\nThreads:\t4\n"
+    assert resident_megabytes(status) == {"rss_mb": 307.2, "peak_rss_mb": 512.0}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fresh_web_process_serves_search_and_context_then_reports_its_memory(embedder):
+    # Committed rows (transaction=True): the probe is another process on the same database.
+    user = factories.make_user(external_id="rss-probe")
+    _, key = factories.make_agent(user.workspace)
+    factories.make_memory(user, factories.mode_of(user), "I adopted a puppy called Rex last week.")
+    url = database_url(base_database_url(), connection.settings_dict["NAME"])
+
+    figures = measure_web_memory(
+        database_url=url, agent_key=key, user="rss-probe", mode="personal", query="Who is Rex?"
+    )
+
+    assert 50 < figures["rss_mb"] <= figures["peak_rss_mb"] < 5000
+    assert figures["runtime"] == "onnx"
+    with pytest.raises(RuntimeError, match="answered"):
+        measure_web_memory(
+            database_url=url, agent_key="mh_wrong", user="rss-probe", mode="personal", query="x"
+        )

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
+from bench.load_stack import base_database_url, database_url
 from bench.locomo import DEFAULT_DATA_PATH, load_locomo
 from bench.metrics import format_table
 from bench.retrieval import (
@@ -24,6 +25,7 @@ from bench.retrieval import (
     write_report,
 )
 from bench.scale import measure_ingestion, measure_latency, populate_other_users
+from bench.web_memory import measure_web_memory
 from memoryhub.embeddings import default_embedder
 from memoryhub.services.agents import get_or_create_workspace
 
@@ -131,6 +133,15 @@ class Command(BaseCommand):
                     queries=questions[: options["latency_queries"]],
                     embedder=embedder,
                     progress=progress,
+                )
+                report["web_memory"] = measure_web_memory(
+                    database_url=database_url(
+                        base_database_url(), connection.settings_dict["NAME"]
+                    ),
+                    agent_key=scale_user.agent_key,
+                    user=str(scale_user.user.pk),
+                    mode=scale_user.mode.slug,
+                    query=questions[0],
                 )
             report["machine"]["load_average_after"] = machine()["load_average"]
             self.stdout.write(format_report(report))
