@@ -14,7 +14,8 @@ The score of a memory m for a query q (docs/retrieval.md explains and justifies 
 That is a memory's own score; to it are added 0.2 when its time falls in a period the query
 names ("in October 2023", query_dates.py), and names in the query weigh twice in `lexical`.
 Then memories told together (a session, else the same moment) lift each other: each goes
-0.3 of the way toward its better neighbour's own score and 0.3 toward its group's best.
+0.3 of the way toward its better neighbour's own score and 0.3 toward its group's best;
+a guess ("Would Alice enjoy hiking?", query_form.py) lifts no neighbour.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.models import Importance, Memory, MemoryKind, MemoryQuerySet, Mode, User
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use, memories_of
 from memoryhub.queries.query_dates import query_period
+from memoryhub.queries.query_form import is_speculative
 from memoryhub.queries.query_terms import query_names, query_terms
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
@@ -307,7 +309,9 @@ def ranking_query(
         LEXICAL_WEIGHT,
         STALENESS_PENALTY,
         PERIOD_BONUS,
-        NEIGHBOUR_LIFT,
+        # A guess is answered by what the person said of themselves, often in several
+        # sessions: the turns around a match (mostly the other speaker's) do not help there.
+        0.0 if is_speculative(query) else NEIGHBOUR_LIFT,
         GROUP_LIFT,
         k,
     ]

@@ -480,3 +480,58 @@ def test_names_in_the_query_weigh_more_than_other_words(user, personal, embedder
     assert recall.NAME_WEIGHT > 1
     assert john.extra["lexical"] > maria.extra["lexical"]
     assert john.score > maria.score
+
+
+def test_a_guess_lifts_no_neighbour_while_the_same_question_as_a_fact_does(
+    user, personal, embedder, system_actor
+):
+    from memoryhub.queries import recall
+
+    _told_in_order(
+        user,
+        personal,
+        embedder,
+        system_actor,
+        datetime(2024, 5, 2, tzinfo=UTC),
+        "Bob: Have you thought about a job in publishing?",
+        "Alice: Not yet.",
+    )
+
+    def scores(query):
+        items = _search(user, personal, query, embedder, system_actor)
+        by_content = {item.content: item for item in items}
+        return by_content["Bob: Have you thought about a job in publishing?"], by_content[
+            "Alice: Not yet."
+        ]
+
+    def own(item):
+        return (
+            item.extra["cosine"]
+            + recall.LEXICAL_WEIGHT * item.extra["lexical"]
+            - recall.STALENESS_PENALTY * (1 - item.extra["freshness"])
+        )
+
+    def lifted(item, best, neighbour):
+        mine = own(item)
+        return (
+            mine
+            + recall.NEIGHBOUR_LIFT * max(0.0, own(neighbour) - mine)
+            + recall.GROUP_LIFT * (best - mine)
+        )
+
+    # A guess: only the group lift (session-level evidence) remains.
+    bob, alice = scores("Would Alice like a job in publishing?")
+    best = max(own(bob), own(alice))
+    for item in (bob, alice):
+        assert math.isclose(
+            item.score, own(item) + recall.GROUP_LIFT * (best - own(item)), abs_tol=1e-5
+        )
+    # The same question asking for a fact, or a request ("could you…"), lifts the neighbour.
+    for query in (
+        "Does Alice like a job in publishing?",
+        "Could you tell me if Alice likes a job in publishing?",
+    ):
+        bob, alice = scores(query)
+        best = max(own(bob), own(alice))
+        assert math.isclose(alice.score, lifted(alice, best, bob), abs_tol=1e-5)
+        assert alice.score > own(alice) + recall.GROUP_LIFT * (best - own(alice)) + 1e-3
