@@ -38,6 +38,7 @@ def measure_web_memory(
     environment = {
         **os.environ,
         "DATABASE_URL": database_url,
+        # The bench's agent key has just sent hundreds of latency requests in this minute.
         "MEMORYHUB_RATE_LIMIT_PER_MINUTE": "1000000",
         "WEB_MEMORY_REQUEST": json.dumps(
             {"key": agent_key, "user": user, "mode": mode, "query": query}
