@@ -25,7 +25,7 @@ from memoryhub.embeddings import Embedder
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, Memory, Mode, Session, User, Workspace
 from memoryhub.queries.context import assemble_context
-from memoryhub.queries.recall import rank_memories, ranking_query, search_memories
+from memoryhub.queries.recall import rank_memories, ranking_query, read_cues, search_memories
 from memoryhub.services.access import flush_memory_access
 from memoryhub.services.agents import create_agent, get_or_create_workspace
 from memoryhub.services.memories import NewMemory, remember, remember_many
@@ -286,7 +286,7 @@ def measure_latency(
         user=owner,
         mode=mode,
         query=queries[0],
-        query_vector=embedder.embed([queries[0]])[0],
+        embedder=embedder,
         cipher=cipher_for(owner),
         k=1_000_000,
     )
@@ -301,13 +301,16 @@ def measure_latency(
 
 def explain_ranking(scale_user: ScaleUser, query: str, embedder: Embedder) -> dict[str, Any]:
     """Which index the ranking query reads the user's rows through, and its execution time."""
+    cipher = cipher_for(scale_user.user)
+    cues = read_cues(user=scale_user.user, mode=scale_user.mode, query=query, cipher=cipher)
     sql, params = ranking_query(
         user=scale_user.user,
         mode=scale_user.mode,
         query=query,
-        query_vector=embedder.embed([query])[0],
-        cipher=cipher_for(scale_user.user),
+        query_vector=embedder.embed([cues.text])[0],
+        cipher=cipher,
         k=10,
+        cues=cues,
     )
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)

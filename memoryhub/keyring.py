@@ -37,6 +37,9 @@ from memoryhub.models import (
 )
 
 TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
+# A memory written as a transcript line, "Caroline: I went hiking", names its speaker: one to
+# three words before a colon and a space. Times ("10:30") and links ("https://") do not match.
+SPEAKER_PATTERN = re.compile(r"\s*([^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})[ \t]*:\s")
 # Secrets of no user's data (TOTP seeds): "<prefix>:<master key id>:<base64 ciphertext>". No
 # base32 TOTP secret or hex recovery seed starts with it, so older plaintext is told apart.
 SEALED_VALUE_PREFIX = "mhsec1"
@@ -58,6 +61,12 @@ def master_keys() -> tuple[crypto.MasterKey, ...]:
 def tokenize(text: str) -> list[str]:
     """Split text into normalised word tokens (the unit of the blind index)."""
     return [crypto.normalise_token(t) for t in TOKEN_PATTERN.findall(text)]
+
+
+def speaker_of(text: str) -> list[str]:
+    """The normalised words of the speaker a memory's text opens with ("Caroline: …"), if any."""
+    match = SPEAKER_PATTERN.match(text)
+    return tokenize(match.group(1)) if match else []
 
 
 def workspace_owner_id(workspace_id: int) -> UUID:
@@ -130,6 +139,15 @@ class UserCipher(_FieldCipher):
         """Keyed hashes of the text's distinct tokens: lexical search without plaintext."""
         key = crypto.derive_subkey(self.data_key, "blind-index")
         return sorted({crypto.keyed_digest(key, token) for token in tokenize(text)})
+
+    def speaker_tokens(self, words: list[str]) -> list[str]:
+        """Keyed hashes of speaker names, under a key of their own: they never match a word."""
+        key = crypto.derive_subkey(self.data_key, "blind-speaker")
+        return [crypto.keyed_digest(key, crypto.normalise_token(word)) for word in words]
+
+    def memory_index(self, content: str) -> list[str]:
+        """A memory's blind index: its words, and the speaker it opens with ("Caroline: …")."""
+        return sorted({*self.blind_tokens(content), *self.speaker_tokens(speaker_of(content))})
 
     def journal_key_hash(self, key: str) -> str:
         """A keyed hash of an agent's journal key: a blind index, so equal keys still match."""

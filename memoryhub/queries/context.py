@@ -131,6 +131,7 @@ class _LayerInputs:
     session: Session | None
     message: str
     vector: list[float]
+    embedder: Embedder
     cipher: UserCipher
     now: datetime
     agent_settings: AgentSettings
@@ -188,6 +189,7 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             user=user,
             mode=mode,
             query=inputs.message,
+            embedder=inputs.embedder,
             query_vector=inputs.vector,
             cipher=cipher,
             k=RELEVANT_MEMORIES_K,
@@ -292,6 +294,7 @@ def assemble_context(
         session=session,
         message=message,
         vector=embedder.embed([message])[0],
+        embedder=embedder,
         cipher=cipher_for(user),
         now=now,
         agent_settings=agent_settings,

@@ -235,7 +235,7 @@ def _find_near_duplicate(
         # Rows of this slot were compared by value above; a different value is no duplicate.
         rows = rows.filter(slot_hash="")
     # Word overlap on the keyed blind index: normalised tokens, compared without plaintext.
-    words = set(batch.cipher.blind_tokens(item.content))
+    words = set(batch.cipher.memory_index(item.content))
     for row in rows.select_for_update(of=("self",))[:DUPLICATE_SEARCH_LIMIT]:
         other = set(row.blind_tokens)
         union = words | other

@@ -181,7 +181,7 @@ def restore(memory: Memory, version: MemoryVersion, cipher: UserCipher, embedder
         if payload
         else None
     )
-    memory.blind_tokens = cipher.blind_tokens(content)
+    memory.blind_tokens = cipher.memory_index(content)
     memory.embedding = embedder.embed([content])[0]
     memory.updated_at = timezone.now()
     memory.save(

@@ -118,7 +118,7 @@ def build_memory(
         slot_hash=cipher.slot_hash(item.slot) if item.slot else "",
         personal_data=sorted(set(item.personal_data)),
         is_flagged=item.is_flagged,
-        blind_tokens=cipher.blind_tokens(content),
+        blind_tokens=cipher.memory_index(content),
         embedding=embedding,
         created_at=item.created_at or now,
         updated_at=now,
@@ -289,7 +289,7 @@ def edit_memory(
             memory.content_ciphertext = cipher.encrypt(
                 content, table=MEMORY_TABLE, row_id=memory.id, field="content"
             )
-            memory.blind_tokens = cipher.blind_tokens(content)
+            memory.blind_tokens = cipher.memory_index(content)
             memory.embedding = embedder.embed([content])[0]
             fields += ["content_ciphertext", "blind_tokens", "embedding"]
         if payload is not None:

@@ -176,7 +176,7 @@ def rewrite_summary(
         memory.payload_ciphertext = cipher.encrypt_json(
             payload, table=MEMORY_TABLE, row_id=memory.id, field="payload"
         )
-        memory.blind_tokens = cipher.blind_tokens(content)
+        memory.blind_tokens = cipher.memory_index(content)
         memory.embedding = embedder.embed([content])[0]
         memory.updated_at = timezone.now()
         memory.save(

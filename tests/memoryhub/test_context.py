@@ -165,6 +165,40 @@ def test_an_irrelevant_memory_stays_out_precision_first(user, personal, agent, e
     assert "memories" not in _blocks(bundle)
 
 
+class _RecordingEmbedder:
+    """The real embedder, noting each text it embeds."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dimensions, self.texts = inner, inner.name, inner.dimensions, []
+
+    def embed(self, texts):
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+def test_a_speaker_the_message_names_brings_their_own_memories(user, personal, agent, embedder):
+    alice, _bob = _remember(
+        user,
+        personal,
+        embedder,
+        NewMemory(kind="episode", content="Alice: I go sailing every weekend."),
+        NewMemory(kind="episode", content="Bob: I go sailing every weekend too."),
+    )
+    recording = _RecordingEmbedder(embedder)
+    bundle = _context(user, personal, agent, "What does Alice do on weekends?", recording)
+    # The message as it is for the layers that match it whole; for the user's memories, with
+    # the speaker's name taken out (it is matched by who said each memory instead).
+    assert recording.texts == [
+        "What does Alice do on weekends?",
+        "What does someone do on weekends?",
+    ]
+    assert _blocks(bundle)["memories"].memory_ids[0] == alice.id
+    # A message naming no speaker is embedded once.
+    recording.texts.clear()
+    _context(user, personal, agent, "What does Carol do on weekends?", recording)
+    assert recording.texts == ["What does Carol do on weekends?"]
+
+
 def test_later_turns_bring_only_critical_profile_items_and_no_session_summaries(
     user, personal, agent, session, embedder
 ):

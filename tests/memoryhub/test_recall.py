@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import AuditEntry, Memory
+from memoryhub.queries import recall
 from memoryhub.queries.recall import search_memories
 from memoryhub.services.access import AccessBuffer, flush_memory_access
 from memoryhub.services.audit import subject_pseudonym
@@ -424,8 +425,9 @@ def test_the_turn_after_a_matching_question_is_recalled_with_it(
     )
     answer = next(i for i in with_neighbours if i.content == "Alice: Lisbon, in May.")
     # The lift is part of the score, not a separate ranking: the answer's score exceeds its
-    # own blend of cosine and words.
-    assert answer.score > answer.extra["cosine"] + 0.35 * answer.extra["lexical"]
+    # own blend of cosine and words, and Alice's speaker bonus.
+    own = answer.extra["cosine"] + recall.LEXICAL_WEIGHT * answer.extra["lexical"]
+    assert answer.score > own + recall.SPEAKER_BONUS
 
 
 def test_memories_told_apart_do_not_lift_each_other(user, personal, embedder, system_actor):
@@ -434,7 +436,11 @@ def test_memories_told_apart_do_not_lift_each_other(user, personal, embedder, sy
     _remember(user, personal, embedder, system_actor, "Lisbon, in May.")
     items = _search(user, personal, "Where does Alice go on holiday?", embedder, system_actor)
     lone = next(i for i in items if i.content == "Lisbon, in May.")
-    own = lone.extra["cosine"] + 0.35 * lone.extra["lexical"] - 0.10 * (1 - lone.extra["freshness"])
+    own = (
+        lone.extra["cosine"]
+        + recall.LEXICAL_WEIGHT * lone.extra["lexical"]
+        - recall.STALENESS_PENALTY * (1 - lone.extra["freshness"])
+    )
     assert math.isclose(lone.score, own, abs_tol=1e-5)
 
 
@@ -468,8 +474,6 @@ def test_a_memory_from_the_period_the_query_names_ranks_first(
 
 
 def test_names_in_the_query_weigh_more_than_other_words(user, personal, embedder, system_actor):
-    from memoryhub.queries import recall
-
     _remember(user, personal, embedder, system_actor, "John: I visited Seattle for a game.")
     _remember(user, personal, embedder, system_actor, "Maria: I visited the museum for a game.")
     [john, maria] = sorted(
@@ -485,8 +489,6 @@ def test_names_in_the_query_weigh_more_than_other_words(user, personal, embedder
 def test_a_guess_lifts_no_neighbour_while_the_same_question_as_a_fact_does(
     user, personal, embedder, system_actor
 ):
-    from memoryhub.queries import recall
-
     _told_in_order(
         user,
         personal,
@@ -519,12 +521,13 @@ def test_a_guess_lifts_no_neighbour_while_the_same_question_as_a_fact_does(
             + recall.GROUP_LIFT * (best - mine)
         )
 
-    # A guess: only the group lift (session-level evidence) remains.
+    # A guess: only the group lift (session-level evidence) remains, and Alice's turn has the
+    # bonus of the speaker the question names.
     bob, alice = scores("Would Alice like a job in publishing?")
     best = max(own(bob), own(alice))
-    for item in (bob, alice):
+    for item, bonus in ((bob, 0.0), (alice, recall.SPEAKER_BONUS)):
         assert math.isclose(
-            item.score, own(item) + recall.GROUP_LIFT * (best - own(item)), abs_tol=1e-5
+            item.score, own(item) + recall.GROUP_LIFT * (best - own(item)) + bonus, abs_tol=1e-5
         )
     # The same question asking for a fact, or a request ("could you…"), lifts the neighbour.
     for query in (
@@ -533,5 +536,79 @@ def test_a_guess_lifts_no_neighbour_while_the_same_question_as_a_fact_does(
     ):
         bob, alice = scores(query)
         best = max(own(bob), own(alice))
-        assert math.isclose(alice.score, lifted(alice, best, bob), abs_tol=1e-5)
-        assert alice.score > own(alice) + recall.GROUP_LIFT * (best - own(alice)) + 1e-3
+        lifted_alice = lifted(alice, best, bob) + recall.SPEAKER_BONUS
+        assert math.isclose(alice.score, lifted_alice, abs_tol=1e-5)
+        assert lifted_alice > own(alice) + recall.GROUP_LIFT * (best - own(alice)) + 1e-3 + (
+            recall.SPEAKER_BONUS
+        )
+
+
+def _cosine(embedder, a, b):
+    u, v = embedder.embed([a, b])
+    return sum(x * y for x, y in zip(u, v, strict=True))
+
+
+def test_a_memory_spoken_by_the_person_the_query_names_gets_the_speaker_bonus(
+    user, personal, embedder, system_actor
+):
+    # Told apart (no lifts), the same words said by Alice and by Bob; Bob's also names Alice.
+    for content in ("Alice: I love hiking in the Alps.", "Bob: Alice and I love hiking."):
+        _remember(user, personal, embedder, system_actor, content)
+    items = {
+        item.content: item
+        for item in _search(user, personal, "What does Alice love?", embedder, system_actor)
+    }
+    for content, bonus in (
+        ("Alice: I love hiking in the Alps.", recall.SPEAKER_BONUS),
+        ("Bob: Alice and I love hiking.", 0.0),
+    ):
+        item = items[content]
+        own = (
+            item.extra["cosine"]
+            + recall.LEXICAL_WEIGHT * item.extra["lexical"]
+            - recall.STALENESS_PENALTY * (1 - item.extra["freshness"])
+        )
+        assert math.isclose(item.score, own + bonus, abs_tol=1e-5)
+        # The cosine is of the query with Alice's name taken out: "What does someone love?".
+        assert math.isclose(
+            item.extra["cosine"],
+            _cosine(embedder, "What does someone love?", content),
+            abs_tol=1e-4,
+        )
+
+
+def test_only_a_name_that_speaks_in_this_users_mode_is_a_speaker_cue(
+    user, other_user, personal, work, embedder, system_actor
+):
+    from memoryhub.keyring import cipher_for
+    from memoryhub.services.users import ensure_mode
+
+    _remember(user, work, embedder, system_actor, "Carol: I run the Lisbon office.")
+    _remember(user, personal, embedder, system_actor, "Alice: I love hiking.")
+    theirs = ensure_mode(user=other_user, slug="personal")
+    _remember(other_user, theirs, embedder, system_actor, "Dave: I love hiking.")
+    cipher = cipher_for(user)
+    query = "Do Alice, Carol, Dave or Erin love hiking? And alice?"
+    cues = recall.read_cues(user=user, mode=personal, query=query, cipher=cipher)
+    # Alice speaks here; Carol only in another mode, Dave only for another user, Erin nowhere;
+    # "alice" in lower case is not written as a name.
+    assert cues.text == "Do someone, Carol, Dave or Erin love hiking? And alice?"
+    assert cues.speakers == tuple(cipher.speaker_tokens(["alice"]))
+    # A query naming no one, or no one who speaks, is embedded as it is.
+    for plain in ("What do I love?", "What does Erin love?"):
+        assert recall.read_cues(user=user, mode=personal, query=plain, cipher=cipher) == (
+            recall.QueryCues(text=plain)
+        )
+
+
+def test_a_candidate_speaker_is_no_cue(user, personal, embedder, system_actor):
+    from memoryhub.keyring import cipher_for
+
+    # Heard once: a candidate, never recalled, so neither is its speaker.
+    _remember(
+        user, personal, embedder, system_actor, "Alice: I love hiking.", confidence="candidate"
+    )
+    cues = recall.read_cues(
+        user=user, mode=personal, query="What does Alice love?", cipher=cipher_for(user)
+    )
+    assert cues == recall.QueryCues(text="What does Alice love?")
