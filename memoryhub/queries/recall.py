@@ -2,7 +2,7 @@
 
 The score of a memory m for a query q (docs/retrieval.md explains and justifies each part):
 
-    score = cosine(q, m) + 0.35 · lexical(q, m) − 0.10 · (1 − freshness(m)) + importance_bonus(m)
+    score = cosine(q, m) + 0.25 · lexical(q, m) − 0.10 · (1 − freshness(m)) + importance_bonus(m)
 
 - cosine: of the 384-d MiniLM embeddings, computed exactly in PostgreSQL (pgvector `<=>`) over
   the user's own candidate rows; no approximate index can drop a row that passes the filter.
@@ -15,7 +15,9 @@ That is a memory's own score; to it are added 0.2 when its time falls in a perio
 names ("in October 2023", query_dates.py), and names in the query weigh twice in `lexical`.
 Then memories told together (a session, else the same moment) lift each other: each goes
 0.3 of the way toward its better neighbour's own score and 0.3 toward its group's best;
-a guess ("Would Alice enjoy hiking?", query_form.py) lifts no neighbour.
+a guess ("Would Alice enjoy hiking?", query_form.py) lifts no neighbour. Last, a memory spoken
+by someone the query names ("Caroline: I paint sunsets" for "What does Caroline paint?") gets
+0.15, and that name is replaced by "someone" in the text the query is embedded from.
 """
 
 from __future__ import annotations
