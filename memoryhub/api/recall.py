@@ -41,8 +41,15 @@ class SearchIn(ScopeIn):
 
 
 class ScoredMemoryOut(MemoryOut):
-    score: float = Field(description="cosine + 0.35·lexical − staleness + importance bonus")
-    cosine: float
+    score: float = Field(
+        description=(
+            "cosine + 0.25·lexical − staleness + importance bonus, then the lifts of the "
+            "memories told with it and the speaker bonus (docs/retrieval.md)"
+        )
+    )
+    cosine: float = Field(
+        description="Of the query as embedded: a name that speaks in the memories reads 'someone'"
+    )
     lexical: float
     freshness: float
 

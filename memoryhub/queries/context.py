@@ -34,7 +34,13 @@ from memoryhub.queries.context_budget import (
 )
 from memoryhub.queries.context_layers import Entry
 from memoryhub.queries.memories import MemoryItem, is_memory_in_use
-from memoryhub.queries.recall import RecallFilter, decrypt_ranked, rank_memories
+from memoryhub.queries.recall import (
+    QueryCues,
+    RecallFilter,
+    decrypt_ranked,
+    rank_memories,
+    read_cues,
+)
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
@@ -131,7 +137,9 @@ class _LayerInputs:
     session: Session | None
     message: str
     vector: list[float]
-    embedder: Embedder
+    # The user's memories are ranked on the message with its speakers' names taken out.
+    cues: QueryCues
+    cues_vector: list[float]
     cipher: UserCipher
     now: datetime
     agent_settings: AgentSettings
@@ -189,8 +197,8 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             user=user,
             mode=mode,
             query=inputs.message,
-            embedder=inputs.embedder,
-            query_vector=inputs.vector,
+            query_vector=inputs.cues_vector,
+            cues=inputs.cues,
             cipher=cipher,
             k=RELEVANT_MEMORIES_K,
             recall_filter=RecallFilter(exclude_ids=tuple(shown)),
@@ -288,14 +296,26 @@ def assemble_context(
     if not is_memory_in_use(mode=mode, actor=actor):
         enabled -= USER_LAYERS  # The user turned memory off in this mode.
     now = timezone.now()
+    cipher = cipher_for(user)
+    cues = QueryCues(text=message)
+    if MEMORIES in enabled:
+        cues = read_for_user(
+            user.pk,
+            lambda using: read_cues(
+                user=user, mode=mode, query=message, cipher=cipher, using=using
+            ),
+        )
+    # One batch: the message as it is (thread, knowledge) and, if it names a speaker, without.
+    vectors = embedder.embed(list(dict.fromkeys([message, cues.text])))
     inputs = _LayerInputs(
         user=user,
         mode=mode,
         session=session,
         message=message,
-        vector=embedder.embed([message])[0],
-        embedder=embedder,
-        cipher=cipher_for(user),
+        vector=vectors[0],
+        cues=cues,
+        cues_vector=vectors[-1],
+        cipher=cipher,
         now=now,
         agent_settings=agent_settings,
         enabled=enabled,

@@ -154,19 +154,23 @@ def read_cues(
 ) -> QueryCues:
     """Which names of the query speak in the user's recallable memories in the mode.
 
-    A query naming no one costs nothing; else one lookup per name, through the blind index's
-    GIN index, whatever the filter.
+    A query naming no one costs nothing; else one statement, whatever the filter.
     """
     names = sorted(query_names(query))
     if not names:
         return QueryCues(text=query)
     digests = cipher.speaker_tokens(names)
-    scoped = memories_of(user=user, mode=mode).recallable().using(using)
-    spoken = [
-        (name, digest)
-        for name, digest in zip(names, digests, strict=True)
-        if scoped.filter(blind_tokens__contains=[digest]).exists()
-    ]
+    scoped = memories_of(user=user, mode=mode).recallable()
+    scope_sql, scope_params = scoped.values("blind_tokens").query.sql_with_params()
+    sql = f"""
+        SELECT d FROM unnest(%s::varchar[]) AS d WHERE EXISTS (
+            SELECT 1 FROM ({scope_sql}) AS s WHERE s.blind_tokens @> ARRAY[d]::varchar[]
+        )
+    """  # noqa: S608  # Only the ORM's SQL is formatted in; every value is a parameter.
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, [digests, *scope_params])
+        speaking = {row[0] for row in cursor.fetchall()}
+    spoken = [(name, d) for name, d in zip(names, digests, strict=True) if d in speaking]
     return QueryCues(
         text=_stand_in(query, {name for name, _ in spoken}),
         speakers=tuple(digest for _, digest in spoken),
@@ -392,22 +396,25 @@ def rank_memories(
     user: User,
     mode: Mode,
     query: str,
-    embedder: Embedder,
     cipher: UserCipher,
     k: int,
+    embedder: Embedder | None = None,
     query_vector: Sequence[float] | None = None,
+    cues: QueryCues | None = None,
     recall_filter: RecallFilter = RecallFilter(),
     now: datetime | None = None,
     using: str = DEFAULT_DB_ALIAS,
 ) -> list[RankedMemory]:
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
-    `query_vector`, the query's embedding if the caller has it, is used when no speaker's name
-    is taken out of the query. Nothing is decrypted and nothing is audited here. `using` names
-    the database to read (memoryhub/replicas.py chooses it).
+    A caller that has read the cues (`read_cues`) passes them with the embedding of their text;
+    else they are read here and the text is embedded with `embedder`. Nothing is decrypted and nothing is
+    audited here. `using` names the database to read (memoryhub/replicas.py chooses it).
     """
-    cues = read_cues(user=user, mode=mode, query=query, cipher=cipher, using=using)
-    if query_vector is None or cues.text != query:
+    if cues is None or query_vector is None:
+        if embedder is None:
+            raise ValueError("rank_memories needs an embedder, or the cues and their vector")
+        cues = cues or read_cues(user=user, mode=mode, query=query, cipher=cipher, using=using)
         query_vector = embedder.embed([cues.text])[0]
     sql, params = ranking_query(
         user=user,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from memoryhub.keyring import cipher_for, speaker_of
 from memoryhub.models import Memory
 from memoryhub.queries.recall import search_memories
 from memoryhub.services.memories import NewMemory, edit_memory, remember_many
+from tests import factories
 
 
 @pytest.mark.parametrize(
@@ -141,3 +144,20 @@ def test_reindex_of_an_unknown_user_is_a_command_error(db):
     for bad in ("not-a-uuid", "00000000-0000-4000-8000-000000000000"):
         with pytest.raises(CommandError, match="No user with id"):
             call_command("reindex_memories", user=bad)
+
+
+def test_the_planner_knows_a_mode_follows_from_its_user(workspace):
+    # Migration 0016: without statistics on (user_id, mode_id), 40 users of 25 memories each
+    # estimate 1000 / 40 / 40 < 1 row for one user's mode (seen: 1), and the ranking joins its
+    # parts in nested loops.
+    owners = [factories.mode_of(factories.make_user(workspace=workspace)) for _ in range(40)]
+    Memory.all_owners.bulk_create(
+        Memory(user=mode.user, mode=mode, kind="fact", content_ciphertext=b"-", confidence="medium")
+        for mode in owners
+        for _ in range(25)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memoryhub_memory")
+    mode = owners[0]
+    plan = Memory.objects.for_owner(user=mode.user, mode=mode).recallable().explain(format="json")
+    assert json.loads(plan)[0]["Plan"]["Plan Rows"] >= 10
