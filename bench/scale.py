@@ -318,7 +318,9 @@ def explain_ranking(scale_user: ScaleUser, query: str, embedder: Embedder) -> di
     indexes = sorted(_index_names(plan["Plan"]))
     return {
         "indexes": indexes,
-        "uses_scope_index": "memory_scope_idx" in indexes,
+        # The scope index, or the user's and the mode's indexes ANDed: a per-user read either way.
+        "uses_scope_index": "memory_scope_idx" in indexes
+        or any("user_id" in name for name in indexes),
         "execution_ms": round(float(plan["Execution Time"]), 2),
     }
 

@@ -136,10 +136,10 @@ class _LayerInputs:
     mode: Mode
     session: Session | None
     message: str
-    vector: list[float]
-    # The user's memories are ranked on the message with its speakers' names taken out.
+    # The message's cues and the embedding of their text: the message with the names of the
+    # people who speak in the user's memories replaced (recall.read_cues).
     cues: QueryCues
-    cues_vector: list[float]
+    vector: list[float]
     cipher: UserCipher
     now: datetime
     agent_settings: AgentSettings
@@ -197,7 +197,7 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             user=user,
             mode=mode,
             query=inputs.message,
-            query_vector=inputs.cues_vector,
+            query_vector=inputs.vector,
             cues=inputs.cues,
             cipher=cipher,
             k=RELEVANT_MEMORIES_K,
@@ -305,16 +305,16 @@ def assemble_context(
                 user=user, mode=mode, query=message, cipher=cipher, using=using
             ),
         )
-    # One batch: the message as it is (thread, knowledge) and, if it names a speaker, without.
-    vectors = embedder.embed(list(dict.fromkeys([message, cues.text])))
+    # One embedding serves every layer. A speaker's name is matched by who said each memory, so
+    # it leaves the text; embedding the message as it is too, for the thread and the knowledge
+    # layers, would cost every such request another query embedding (~5 ms here).
     inputs = _LayerInputs(
         user=user,
         mode=mode,
         session=session,
         message=message,
-        vector=vectors[0],
+        vector=embedder.embed([cues.text])[0],
         cues=cues,
-        cues_vector=vectors[-1],
         cipher=cipher,
         now=now,
         agent_settings=agent_settings,
