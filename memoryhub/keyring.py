@@ -142,6 +142,8 @@ class UserCipher(_FieldCipher):
 
     def speaker_tokens(self, words: list[str]) -> list[str]:
         """Keyed hashes of speaker names, under a key of their own: they never match a word."""
+        if not words:  # Most memories name no speaker: no key to derive.
+            return []
         key = crypto.derive_subkey(self.data_key, "blind-speaker")
         return [crypto.keyed_digest(key, crypto.normalise_token(word)) for word in words]
 

@@ -35,6 +35,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
+from memoryhub.crypto import normalise_token
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import TOKEN_PATTERN, UserCipher, cipher_for, tokenize
@@ -184,7 +185,7 @@ def _stand_in(query: str, names: set[str]) -> str:
 
     def replace(match: re.Match[str]) -> str:
         word = match.group()
-        is_name = word[:1].isupper() and tokenize(word)[0] in names
+        is_name = word[:1].isupper() and normalise_token(word) in names
         return SPEAKER_STAND_IN if is_name else word
 
     return TOKEN_PATTERN.sub(replace, query)
@@ -408,8 +409,8 @@ def rank_memories(
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
     A caller that has read the cues (`read_cues`) passes them with the embedding of their text;
-    else they are read here and the text is embedded with `embedder`. Nothing is decrypted and nothing is
-    audited here. `using` names the database to read (memoryhub/replicas.py chooses it).
+    else they are read here and the text is embedded with `embedder`. Nothing is decrypted and
+    nothing is audited here. `using` names the database to read (memoryhub/replicas.py chooses it).
     """
     if cues is None or query_vector is None:
         if embedder is None:
