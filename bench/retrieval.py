@@ -133,6 +133,14 @@ def format_report(report: dict[str, Any]) -> str:
                 f"{figures['p95_ms']:>10.1f}{figures['mean_ms']:>10.1f}"
             )
         lines.append("(*_http: the same through the HTTP API in process: auth, rate limit, JSON)")
+        parts = scale.get("search_parts")
+        if parts:
+            lines.append("search, step by step (the same queries, each step timed alone):")
+            for name, figures in parts.items():
+                lines.append(
+                    f"  {name:<16}{figures['n']:>6}{figures['p50_ms']:>10.1f}"
+                    f"{figures['p95_ms']:>10.1f}{figures['mean_ms']:>10.1f}"
+                )
         plan = scale["plan"]
         lines.append(
             f"ranking reads {', '.join(plan['indexes']) or 'no index'}; "

@@ -25,7 +25,14 @@ from memoryhub.embeddings import Embedder
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, Memory, Mode, Session, User, Workspace
 from memoryhub.queries.context import assemble_context
-from memoryhub.queries.recall import rank_memories, ranking_query, read_cues, search_memories
+from memoryhub.queries.recall import (
+    decrypt_ranked,
+    rank_memories,
+    ranking_query,
+    read_cues,
+    search_memories,
+)
+from memoryhub.services import audit
 from memoryhub.services.access import flush_memory_access
 from memoryhub.services.agents import create_agent, get_or_create_workspace
 from memoryhub.services.memories import NewMemory, remember, remember_many
@@ -224,6 +231,50 @@ def measure_ingestion(
     )
 
 
+# The steps of search_memories in its order, each timed alone (`search_parts`).
+SEARCH_PARTS = ("data_key", "cues", "embedding", "ranking", "decrypt", "audit")
+
+
+def search_parts(*, scale_user: ScaleUser, query: str, embedder: Embedder) -> dict[str, float]:
+    """Seconds each step of one search takes: where a search's time goes.
+
+    The same calls as `search_memories`, one after another: the user's data key, the speaker
+    cues (a query naming no one skips the database), the query embedding, the ranking statement,
+    decryption of the winners and the audit row (its commit waits for the WAL to reach disk).
+    """
+    owner, mode = scale_user.user, scale_user.mode
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+
+    def lap(part: str) -> None:
+        nonlocal started
+        now = time.perf_counter()
+        seconds[part] = now - started
+        started = now
+
+    cipher = cipher_for(owner)
+    lap("data_key")
+    cues = read_cues(user=owner, mode=mode, query=query, cipher=cipher)
+    lap("cues")
+    vector = embedder.embed([cues.text])[0]
+    lap("embedding")
+    ranked = rank_memories(
+        user=owner, mode=mode, query=query, cipher=cipher, k=10, cues=cues, query_vector=vector
+    )
+    lap("ranking")
+    items = decrypt_ranked(ranked, cipher)
+    lap("decrypt")
+    audit.record_access(
+        actor=Actor.system("bench"),
+        subject_user_id=owner.pk,
+        action="memory.search",
+        object_ids=[item.id for item in items],
+        mode=mode.slug,
+    )
+    lap("audit")
+    return seconds
+
+
 def measure_latency(
     *, scale_user: ScaleUser, queries: Sequence[str], embedder: Embedder, progress: bool = True
 ) -> dict[str, Any]:
@@ -276,10 +327,15 @@ def measure_latency(
             for call in calls.values():
                 call(query)
         times: dict[str, list[float]] = {"query_embedding": [], **{name: [] for name in calls}}
+        parts: dict[str, list[float]] = {part: [] for part in SEARCH_PARTS}
         for query in tqdm(queries, desc="latency", unit="query", disable=not progress):
             times["query_embedding"].append(_timed(partial(embedder.embed, [query])))
             for name, call in calls.items():
                 times[name].append(_timed(partial(call, query)))
+            for part, seconds in search_parts(
+                scale_user=scale_user, query=query, embedder=embedder
+            ).items():
+                parts[part].append(seconds)
     flush_memory_access()
     # Exactness at scale: asked for more than it holds, the ranking returns every memory.
     everything = rank_memories(
@@ -294,6 +350,7 @@ def measure_latency(
         "user_memories": Memory.objects.for_owner(user=owner, mode=mode).count(),
         "other_memories": other_memories(),
         **{name: percentiles(seconds) for name, seconds in times.items()},
+        "search_parts": {part: percentiles(seconds) for part, seconds in parts.items()},
         "ranked_of_user_memories": len(everything),
         "plan": explain_ranking(scale_user, queries[0], embedder),
     }

@@ -13,6 +13,7 @@ from bench.locomo import Conversation, Question, Turn
 from bench.memoryhub_retriever import CachedEmbedder
 from bench.retrieval import format_report, run_locomo, token_economy, write_report
 from bench.scale import (
+    SEARCH_PARTS,
     measure_ingestion,
     measure_latency,
     other_memories,
@@ -82,10 +83,13 @@ def test_scale_pieces_measure_a_real_user_among_synthetic_ones(db, embedder, tmp
     assert latency["ranked_of_user_memories"] == len(texts)
     assert latency["search"]["n"] == 3
     assert latency["search_http"]["n"] == latency["context_http"]["n"] == 3
+    assert list(latency["search_parts"]) == list(SEARCH_PARTS)
+    assert all(figures["n"] == 3 for figures in latency["search_parts"].values())
 
     report = {"latency": latency, "ingestion": figures}
     text = format_report(report)
     assert "Latency: a user with 12 memories among 1,500" in text
+    assert "search, step by step" in text
     path = write_report(report, tmp_path)
     assert json.loads(path.read_text())["ingestion"]["memories_single"] == 2
     assert (tmp_path / "retrieval-latest.json").exists()
