@@ -116,6 +116,13 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _percentile_row(name: str, figures: dict[str, Any]) -> str:
+    return (
+        f"{name:<18}{figures['n']:>6}{figures['p50_ms']:>10.1f}"
+        f"{figures['p95_ms']:>10.1f}{figures['mean_ms']:>10.1f}"
+    )
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The scale, ingestion and token figures as plain text (LoCoMo has its own table)."""
     lines: list[str] = []
@@ -127,20 +134,12 @@ def format_report(report: dict[str, Any]) -> str:
         )
         lines.append(f"{'':<18}{'n':>6}{'p50':>10}{'p95':>10}{'mean':>10}")
         for name in ("query_embedding", "search", "context", "search_http", "context_http"):
-            figures = scale[name]
-            lines.append(
-                f"{name:<18}{figures['n']:>6}{figures['p50_ms']:>10.1f}"
-                f"{figures['p95_ms']:>10.1f}{figures['mean_ms']:>10.1f}"
-            )
+            lines.append(_percentile_row(name, scale[name]))
         lines.append("(*_http: the same through the HTTP API in process: auth, rate limit, JSON)")
         parts = scale.get("search_parts")
         if parts:
             lines.append("search, step by step (the same queries, each step timed alone):")
-            for name, figures in parts.items():
-                lines.append(
-                    f"  {name:<16}{figures['n']:>6}{figures['p50_ms']:>10.1f}"
-                    f"{figures['p95_ms']:>10.1f}{figures['mean_ms']:>10.1f}"
-                )
+            lines += [_percentile_row(f"  {name}", figures) for name, figures in parts.items()]
         plan = scale["plan"]
         lines.append(
             f"ranking reads {', '.join(plan['indexes']) or 'no index'}; "

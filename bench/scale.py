@@ -238,9 +238,10 @@ SEARCH_PARTS = ("data_key", "cues", "embedding", "ranking", "decrypt", "audit")
 def search_parts(*, scale_user: ScaleUser, query: str, embedder: Embedder) -> dict[str, float]:
     """Seconds each step of one search takes: where a search's time goes.
 
-    The same calls as `search_memories`, one after another: the user's data key, the speaker
-    cues (a query naming no one skips the database), the query embedding, the ranking statement,
-    decryption of the winners and the audit row (its commit waits for the WAL to reach disk).
+    The steps `search_memories` takes, one after another, on the primary: the user's data key,
+    the speaker cues (a query naming no one skips the database), the query embedding, the
+    ranking statement, decryption of the winners and the audit row (its commit waits for the
+    WAL to reach disk). The buffered access counters are left out: they cost no query.
     """
     owner, mode = scale_user.user, scale_user.mode
     seconds: dict[str, float] = {}
