@@ -48,6 +48,10 @@ class Session(models.Model):
     extraction_status = models.CharField(
         max_length=12, choices=ExtractionStatus.choices, default=ExtractionStatus.NOT_STARTED
     )
+    # When a sweep last published the extraction again (the stranded sweep, or the requeue of a
+    # failed run), and how many times the stranded sweep has: it waits twice as long each time.
+    extraction_published_at = models.DateTimeField(null=True, blank=True)
+    extraction_republish_count = models.PositiveIntegerField(default=0)
     working_memory_ciphertext = models.BinaryField(null=True, blank=True)
     working_memory_updated_at = models.DateTimeField(null=True, blank=True)
     working_memory_expires_at = models.DateTimeField(null=True, blank=True)

@@ -34,6 +34,10 @@ from memoryhub.task_queue import EXTRACT_SESSION, enqueue
 
 logger = logging.getLogger(__name__)
 
+# The stranded sweep's wait doubles after each publish, up to 2**6 times the first (5 h 20 min
+# with the default 5 minutes).
+MAX_REPUBLISH_DOUBLINGS = 6
+
 # Must match every reader of working memory (forget): the ciphertext binding.
 
 
@@ -265,8 +269,11 @@ def requeue_failed_extractions(*, now: datetime | None = None) -> int:
             ).update(requeue_count=F("requeue_count") + 1)
             if not claimed:
                 continue
+            # Published now: the stranded sweep counts its wait from here, not from the end.
             Session.objects.filter(pk=run.session_id).update(
-                extraction_status=Session.ExtractionStatus.QUEUED
+                extraction_status=Session.ExtractionStatus.QUEUED,
+                extraction_published_at=now,
+                extraction_republish_count=0,
             )
             transaction.on_commit(partial(_enqueue_extraction, run.session_id))
         count += 1
@@ -279,23 +286,34 @@ def requeue_stranded_extractions(*, now: datetime | None = None) -> int:
     The session row marked queued is the outbox: its task is published only after the commit,
     and a broker that is down then (or that loses the message) leaves the session queued with
     nothing coming. After MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES the sweep publishes it
-    again. One still waiting in a long queue is published twice: harmless, since extraction
-    runs once per session whatever the deliveries (its idempotency key and run lock).
+    again, then waits twice as long before each further time (at most 2**6 times as long). A
+    session still waiting in a long queue is thus published a few times, not once a minute:
+    harmless, since extraction runs once per session whatever the deliveries (its idempotency
+    key and run lock), and a backlog does not grow by itself. A publish the broker refuses
+    does not count.
     """
     now = now or timezone.now()
-    cutoff = now - timedelta(minutes=settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES)
+    first_wait = timedelta(minutes=settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES)
     stranded = (
         Session.objects.filter(
-            extraction_status=Session.ExtractionStatus.QUEUED, ended_at__lte=cutoff
+            extraction_status=Session.ExtractionStatus.QUEUED, ended_at__lte=now - first_wait
         )
+        .exclude(extraction_published_at__gt=now - first_wait)
         .exclude(extraction_runs__status=ExtractionRun.Status.RUNNING)
         .order_by("ended_at")
-        .values_list("pk", flat=True)
+        .values_list("pk", "ended_at", "extraction_published_at", "extraction_republish_count")
     )
     count = 0
-    for session_id in stranded.iterator():
+    for session_id, ended_at, published_at, republished in stranded.iterator():
+        waited_since = published_at or ended_at
+        if waited_since > now - first_wait * 2 ** min(republished, MAX_REPUBLISH_DOUBLINGS):
+            continue
         if not _enqueue_extraction(session_id):
             break  # The broker is gone again: the next sweep carries on.
+        Session.objects.filter(pk=session_id).update(
+            extraction_published_at=now,
+            extraction_republish_count=F("extraction_republish_count") + 1,
+        )
         count += 1
     return count
 

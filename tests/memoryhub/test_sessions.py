@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import threading
 from datetime import timedelta
 
 import numpy as np
@@ -357,6 +359,28 @@ def broker_down():
     app.set_current()
 
 
+@pytest.fixture
+def broker_silent():
+    """The project's Celery settings on a RabbitMQ URL whose server takes connections and never
+    answers (a hung broker), as the current app while the test runs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []
+    accepting = threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True)
+    accepting.start()
+    silent = Celery("broker-silent", set_as_current=True)
+    silent.config_from_object("django.conf:settings", namespace="CELERY")
+    silent.conf.broker_url = f"amqp://guest:guest@127.0.0.1:{listener.getsockname()[1]}//"
+    silent.conf.broker_transport_options = {}
+    yield silent
+    silent.close()
+    app.set_current()
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
 def _ended_with_its_task_lost(session, embedder, content="I prefer window seats."):
     """End a session whose queued task never reaches a worker (not run on commit)."""
     _say(session, content, embedder)
@@ -375,6 +399,27 @@ def test_ending_a_session_with_the_broker_down_leaves_it_queued(
     session.refresh_from_db()
     assert (ended.extraction_status, session.extraction_status) == ("queued", "queued")
     assert session.ended_at is not None
+    assert "stays queued: broker unavailable" in caplog.text
+
+
+def test_ending_a_session_with_a_hung_broker_gives_up_and_leaves_it_queued(
+    session, embedder, broker_silent, django_capture_on_commit_callbacks, caplog
+):
+    _say(session, "I prefer window seats.", embedder)
+
+    def hung(signum, frame):
+        raise AssertionError("publishing to a broker that never answers did not give up")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)  # Not a speed check: without a timeout the publish never returns.
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            ended = end_session(session=session, actor=AGENT)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    session.refresh_from_db()
+    assert (ended.extraction_status, session.extraction_status) == ("queued", "queued")
     assert "stays queued: broker unavailable" in caplog.text
 
 
@@ -430,7 +475,7 @@ def test_the_stranded_sweep_publishes_only_queued_sessions_with_no_running_extra
         published = []
         _run_eagerly(lambda: published.append(requeue_stranded_extractions()))
     assert published == [1]
-    assert callbacks == []  # Published at once: the sweep changes no row, commits nothing.
+    assert callbacks == []  # Published at once, not on a commit.
     statuses = dict(Session.objects.values_list("pk", "extraction_status"))
     assert statuses[stranded.pk] == "done"
     assert statuses[running.pk] == "queued"
@@ -457,6 +502,60 @@ def test_the_stranded_sweep_leaves_sessions_queued_while_the_broker_is_down(
     )
     assert statuses == {"queued"}
     assert ExtractionRun.objects.count() == 0
+    # A refused publish does not count: the next sweep tries again at once.
+    assert set(
+        Session.objects.filter(pk__in=[s.pk for s in sessions]).values_list(
+            "extraction_published_at", "extraction_republish_count"
+        )
+    ) == {(None, 0)}
+
+
+def _sweeps(ended_at, minutes):
+    """How many sessions the stranded sweep publishes at each of these minutes after ended_at."""
+    published = []
+    for minute in minutes:
+        with time_machine.travel(ended_at + timedelta(minutes=minute), tick=False):
+            published.append(requeue_stranded_extractions())
+    return published
+
+
+def test_a_session_waiting_in_a_long_queue_is_published_less_and_less_often(
+    user, personal, embedder, settings
+):
+    # The broker takes every publish and no worker takes any (a long queue): each publish
+    # waits twice as long as the one before it, so the backlog does not grow by the minute.
+    settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = 5
+    ended_at = timezone.now() - timedelta(days=1)
+    with time_machine.travel(ended_at, tick=False):
+        session = _ended_with_its_task_lost(
+            start_session(user=user, mode=personal, actor=AGENT), embedder
+        )
+    minutes = [4, 5, 6, 10, 14, 15, 34, 35, 74, 75]
+    assert _sweeps(ended_at, minutes) == [0, 1, 0, 0, 0, 1, 0, 1, 0, 1]
+    session.refresh_from_db()
+    assert session.extraction_status == "queued"
+    assert session.extraction_republish_count == 4
+    assert session.extraction_published_at == ended_at + timedelta(minutes=75)
+    # The wait stops doubling at 2**6 times the first: 320 minutes.
+    Session.objects.filter(pk=session.pk).update(extraction_republish_count=40)
+    assert _sweeps(ended_at, [75 + 319, 75 + 320, 75 + 321]) == [0, 1, 0]
+
+
+def test_a_requeued_failed_extraction_is_not_published_again_before_the_stranded_wait(
+    session, embedder, settings
+):
+    settings.MEMORYHUB_EXTRACTION_REQUEUE_AFTER_MINUTES = 60
+    settings.MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = 5
+    failed_at = timezone.now()
+    _failed_extraction(session, embedder, failed_at)
+    Session.objects.filter(pk=session.pk).update(extraction_republish_count=3)
+    requeued_at = failed_at + timedelta(minutes=61)
+    with time_machine.travel(requeued_at, tick=False):
+        assert requeue_failed_extractions() == 1  # Its task goes out when this commits.
+    session.refresh_from_db()
+    assert (session.extraction_status, session.extraction_published_at) == ("queued", requeued_at)
+    # The session ended an hour ago, but its task was just published: the wait starts again.
+    assert _sweeps(requeued_at, [1, 4, 5]) == [0, 0, 1]
 
 
 def test_the_stranded_sweep_is_scheduled_every_minute_as_a_registered_task(settings):
