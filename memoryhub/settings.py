@@ -364,6 +364,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
     },
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
+    "sweep-idempotency-keys": {"task": "memoryhub.sweep_idempotency_keys", "schedule": 3600.0},
     # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
     "decay-memories": {"task": "memoryhub.decay_memories", "schedule": 86400.0},
     "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},
@@ -410,6 +411,9 @@ MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = env_int("MEMORYHUB_INVALID_KEY_LIMIT_PE
 # The largest request body, in bytes: 413 above it (API, MCP and pages; memoryhub/body_limit.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 2_621_440)
 MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
+# A retry with the same idempotency key replays the first write for this long; an hourly sweep
+# deletes older records (a hash of the key and the ids it wrote), so the table stays bounded.
+MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = env_int("MEMORYHUB_IDEMPOTENCY_KEEP_HOURS", 24)
 MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
 
 # Maintenance: decay halves a normal memory's priority every half-life since its last use (low

@@ -21,6 +21,7 @@ from memoryhub.services import (
     decay,
     deletion_requests,
     graph,
+    idempotency,
     ingest,
     retention,
     sessions,
@@ -94,6 +95,12 @@ def requeue_failed_extractions() -> int:
 def requeue_stranded_extractions() -> int:
     """Publish again the extractions whose task was lost (the broker down when they ended)."""
     return sessions.requeue_stranded_extractions()
+
+
+@_task("memoryhub.sweep_idempotency_keys", soft_time_limit=240, time_limit=300)
+def sweep_idempotency_keys() -> int:
+    """Delete the idempotency records older than the replay window."""
+    return idempotency.sweep_idempotency_keys()
 
 
 @_task("memoryhub.end_idle_sessions", soft_time_limit=240, time_limit=300)

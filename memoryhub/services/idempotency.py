@@ -6,10 +6,13 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db import IntegrityError
+from django.utils import timezone
 
 from memoryhub import crypto
 from memoryhub.actors import Actor
@@ -21,6 +24,8 @@ from memoryhub.services.audit import record_access
 from memoryhub.services.memories import NewMemory, remember_many
 
 UNIQUE_CONSTRAINT = "idempotent_write_unique"
+# Records deleted per statement by the sweep: short statements, no long lock on the table.
+SWEEP_BATCH = 5_000
 
 
 @dataclass(frozen=True)
@@ -132,3 +137,23 @@ def remember_once(
             raise
         return earlier
     return Remembered(memories=rows, is_replay=False)
+
+
+def sweep_idempotency_keys(*, now: datetime | None = None) -> int:
+    """Delete the records of writes older than MEMORYHUB_IDEMPOTENCY_KEEP_HOURS; return how many.
+
+    A retry with such a key afterwards is a new write. Deleted in batches, oldest first.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.MEMORYHUB_IDEMPOTENCY_KEEP_HOURS)
+    deleted = 0
+    while True:
+        batch = IdempotentWrite.objects.filter(
+            pk__in=IdempotentWrite.objects.filter(created_at__lt=cutoff)
+            .order_by("created_at")
+            .values("pk")[:SWEEP_BATCH]
+        )
+        count, _ = batch.delete()
+        deleted += count
+        if count < SWEEP_BATCH:
+            return deleted

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
-from memoryhub.models import Memory, MemoryKind, MemoryStatus
+from django.utils import timezone
+
+from memoryhub.celery import app
+from memoryhub.models import IdempotentWrite, Memory, MemoryKind, MemoryStatus
+from memoryhub.services import idempotency
 from memoryhub.services.agents import rotate_agent_key
 from tests import factories
 
@@ -177,3 +183,47 @@ def test_concurrent_retries_with_one_key_write_once(world):
         assert sorted(r.status_code for r in responses) == [200, 201]
         assert responses[0].json()["id"] == responses[1].json()["id"]
     assert _count(world.alice) == 4
+
+
+def _age(key, hours):
+    """Date the record of the write sent with this key this many hours back."""
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    moved = IdempotentWrite.objects.filter(key_digest=digest).update(
+        created_at=timezone.now() - timedelta(hours=hours)
+    )
+    assert moved == 1
+
+
+def test_a_key_replays_for_the_window_and_is_a_new_write_once_swept(world, settings):
+    settings.MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = 24
+    old = _remember(world.agent_http, key="old").json()
+    recent = _remember(world.agent_http, key="recent").json()
+    _age("old", hours=25)
+    _age("recent", hours=23)
+    assert idempotency.sweep_idempotency_keys() == 1
+    assert idempotency.sweep_idempotency_keys() == 0
+    retry_recent = _remember(world.agent_http, key="recent")
+    assert (retry_recent.status_code, retry_recent.json()["id"]) == (200, recent["id"])
+    retry_old = _remember(world.agent_http, key="old")
+    assert retry_old.status_code == 201
+    assert retry_old.json()["id"] != old["id"]
+    assert _count(world.alice) == 3
+
+
+def test_the_sweep_deletes_in_batches_until_none_is_left(world, settings, monkeypatch):
+    settings.MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = 1
+    monkeypatch.setattr(idempotency, "SWEEP_BATCH", 2)
+    for number in range(5):
+        _remember(world.agent_http, key=f"k-{number}", content=f"Fact {number}")
+        _age(f"k-{number}", hours=2)
+    _remember(world.agent_http, key="fresh", content="Fresh fact")
+    assert idempotency.sweep_idempotency_keys() == 5
+    assert IdempotentWrite.objects.count() == 1
+    assert _count(world.alice) == 6  # The memories stay: only the replay records go.
+
+
+def test_the_idempotency_sweep_is_scheduled_hourly_as_a_registered_task(settings):
+    app.loader.import_default_modules()
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-idempotency-keys"]
+    assert (entry["task"], entry["schedule"]) == ("memoryhub.sweep_idempotency_keys", 3600.0)
+    assert entry["task"] in app.tasks
