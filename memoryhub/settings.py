@@ -37,21 +37,27 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {value!r}")
 
 
-def env_int(name: str, default: int) -> int:
-    """Parse an integer variable, failing loudly on anything else."""
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    """Parse an integer variable of at least `minimum`, failing loudly on anything else.
+
+    No setting here means anything below zero: a negative retention or timeout is a typo.
+    """
     value = os.environ.get(name, "").strip()
     if value == "":
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
+    return number
 
 
 DEBUG = env_bool("DEBUG", default=True)
-PORT = env_int("PORT", 8000)  # make run serves here
+PORT = env_int("PORT", 8000, minimum=1)  # make run serves here
 # Web worker processes of `runstack --production` (uvicorn --workers).
-WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2)
+WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2, minimum=1)
 
 # Local state of the embedded defaults (database files, generated keys, broker folders).
 DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
@@ -346,7 +352,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.2,
 }
-CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2)
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 2, minimum=1)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -378,7 +384,7 @@ CELERY_BEAT_SCHEDULE = {
 # Embeddings and extraction.
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384
 # Torch threads of the embedding model; 0 keeps torch's default (one per core).
-MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1)
+MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1, minimum=1)
 # "onnx" (default: ONNX Runtime, graph exported under DATA_DIR/models) or "torch"; same vectors.
 MEMORYHUB_EMBEDDING_RUNTIME = env_str("MEMORYHUB_EMBEDDING_RUNTIME", "onnx") or "onnx"
 if MEMORYHUB_EMBEDDING_RUNTIME not in ("onnx", "torch"):
@@ -420,7 +426,7 @@ MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS",
 # importance twice as fast, high four times slower, critical never) and marks it dormant after
 # the dormant age (scaled alike). Threads longer than the compaction threshold are summarised,
 # keeping the most recent messages as they are.
-MEMORYHUB_DECAY_HALF_LIFE_DAYS = env_int("MEMORYHUB_DECAY_HALF_LIFE_DAYS", 90)
+MEMORYHUB_DECAY_HALF_LIFE_DAYS = env_int("MEMORYHUB_DECAY_HALF_LIFE_DAYS", 90, minimum=1)
 MEMORYHUB_DORMANT_AFTER_DAYS = env_int("MEMORYHUB_DORMANT_AFTER_DAYS", 365)
 MEMORYHUB_COMPACT_AFTER_MESSAGES = env_int("MEMORYHUB_COMPACT_AFTER_MESSAGES", 60)
 MEMORYHUB_COMPACT_KEEP_RECENT = env_int("MEMORYHUB_COMPACT_KEEP_RECENT", 20)
@@ -428,7 +434,7 @@ MEMORYHUB_CONSOLIDATE_AFTER_DAYS = env_int("MEMORYHUB_CONSOLIDATE_AFTER_DAYS", 7
 
 # Workspace knowledge graph: edge weights halve every half-life of age; queries, responses and
 # tool calls older than the transient limit are purged (items and documents stay).
-MEMORYHUB_GRAPH_HALF_LIFE_DAYS = env_int("MEMORYHUB_GRAPH_HALF_LIFE_DAYS", 30)
+MEMORYHUB_GRAPH_HALF_LIFE_DAYS = env_int("MEMORYHUB_GRAPH_HALF_LIFE_DAYS", 30, minimum=1)
 MEMORYHUB_GRAPH_TRANSIENT_DAYS = env_int("MEMORYHUB_GRAPH_TRANSIENT_DAYS", 90)
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -36,6 +36,16 @@ def test_env_int_rejects_a_malformed_value(monkeypatch):
         env_int("MEMORYHUB_TEST_INT", 1)
 
 
+def test_env_int_refuses_a_number_below_its_minimum(monkeypatch):
+    monkeypatch.setenv("MEMORYHUB_TEST_INT", "-24")
+    with pytest.raises(ImproperlyConfigured, match="MEMORYHUB_TEST_INT must be at least 0"):
+        env_int("MEMORYHUB_TEST_INT", 1)
+    monkeypatch.setenv("MEMORYHUB_TEST_INT", "0")
+    assert env_int("MEMORYHUB_TEST_INT", 1) == 0
+    with pytest.raises(ImproperlyConfigured, match="at least 1, got 0"):
+        env_int("MEMORYHUB_TEST_INT", 1, minimum=1)
+
+
 def test_database_url_is_parsed_into_django_settings():
     parsed = database_settings("postgresql://mh:s%40cret@db.internal:6543/memoryhub")
     assert parsed["HOST"] == "db.internal"
@@ -110,6 +120,17 @@ def test_debug_off_without_secrets_fails_loudly():
     result = _manage("check", env=env)
     assert result.returncode != 0
     assert "MEMORYHUB_MASTER_KEYS must be set" in result.stderr
+
+
+def test_a_negative_retention_or_a_zero_half_life_stops_the_start():
+    # A typo in the environment fails at start, naming the variable, before any sweep runs.
+    for name, value, message in (
+        ("MEMORYHUB_IDEMPOTENCY_KEEP_HOURS", "-1", "at least 0"),
+        ("MEMORYHUB_DECAY_HALF_LIFE_DAYS", "0", "at least 1"),
+    ):
+        result = _manage("check", env={**os.environ, name: value})
+        assert result.returncode != 0
+        assert f"{name} must be {message}" in result.stderr
 
 
 def test_runstack_production_refuses_debug_and_the_folder_broker():
