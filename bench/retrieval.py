@@ -10,11 +10,13 @@ import json
 import os
 import platform
 import statistics
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from django.db import connection
 from tqdm import tqdm
 
 from bench.baselines import BM25Retriever, MiniLMCosineRetriever, Retriever
@@ -116,6 +118,31 @@ def machine() -> dict[str, Any]:
     }
 
 
+def speed_probe(*, round_trips: int = 200) -> dict[str, float]:
+    """How fast the machine runs now, the same work every time: compare it between runs.
+
+    The same code has measured 2.5 to 4 times slower on a slow spell of the VM; this says
+    whether a run had one. A fixed pure-Python loop (median of 5) and the round trip of
+    `SELECT 1` to the database (median of `round_trips`), in ms.
+    """
+    loops = []
+    for _ in range(5):
+        started = time.perf_counter()
+        sum(number * number for number in range(200_000))
+        loops.append(time.perf_counter() - started)
+    trips = []
+    with connection.cursor() as cursor:
+        for _ in range(round_trips):
+            started = time.perf_counter()
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+            trips.append(time.perf_counter() - started)
+    return {
+        "cpu_loop_ms": round(statistics.median(loops) * 1000, 2),
+        "db_round_trip_ms": round(statistics.median(trips) * 1000, 3),
+    }
+
+
 def _percentile_row(name: str, figures: dict[str, Any]) -> str:
     return (
         f"{name:<18}{figures['n']:>6}{figures['p50_ms']:>10.1f}"
@@ -126,6 +153,16 @@ def _percentile_row(name: str, figures: dict[str, Any]) -> str:
 def format_report(report: dict[str, Any]) -> str:
     """The scale, ingestion and token figures as plain text (LoCoMo has its own table)."""
     lines: list[str] = []
+    probes = report.get("speed_probe")
+    if probes:
+        lines.append(
+            "\nMachine speed (the same work every run: lower is faster): "
+            + "; ".join(
+                f"{when} CPU loop {probe['cpu_loop_ms']:.1f} ms, "
+                f"database round trip {probe['db_round_trip_ms']:.3f} ms"
+                for when, probe in probes.items()
+            )
+        )
     scale = report.get("latency")
     if scale:
         lines.append(

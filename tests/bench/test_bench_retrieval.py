@@ -11,7 +11,7 @@ from django.db import connection
 from bench.load_stack import base_database_url, database_url
 from bench.locomo import Conversation, Question, Turn
 from bench.memoryhub_retriever import CachedEmbedder
-from bench.retrieval import format_report, run_locomo, token_economy, write_report
+from bench.retrieval import format_report, run_locomo, speed_probe, token_economy, write_report
 from bench.scale import (
     SEARCH_PARTS,
     measure_ingestion,
@@ -86,10 +86,14 @@ def test_scale_pieces_measure_a_real_user_among_synthetic_ones(db, embedder, tmp
     assert list(latency["search_parts"]) == list(SEARCH_PARTS)
     assert all(figures["n"] == 3 for figures in latency["search_parts"].values())
 
-    report = {"latency": latency, "ingestion": figures}
+    probe = speed_probe(round_trips=5)
+    assert probe["cpu_loop_ms"] > 0
+    assert probe["db_round_trip_ms"] > 0
+    report = {"latency": latency, "ingestion": figures, "speed_probe": {"start": probe}}
     text = format_report(report)
     assert "Latency: a user with 12 memories among 1,500" in text
     assert "search, step by step" in text
+    assert f"start CPU loop {probe['cpu_loop_ms']:.1f} ms" in text
     path = write_report(report, tmp_path)
     assert json.loads(path.read_text())["ingestion"]["memories_single"] == 2
     assert (tmp_path / "retrieval-latest.json").exists()

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
+from bench.load_report import code_version
 from bench.load_stack import base_database_url, database_url
 from bench.locomo import DEFAULT_DATA_PATH, load_locomo
 from bench.metrics import format_table
@@ -21,6 +22,7 @@ from bench.retrieval import (
     format_report,
     machine,
     run_locomo,
+    speed_probe,
     token_economy,
     write_report,
 )
@@ -101,8 +103,10 @@ class Command(BaseCommand):
                 "embedding_threads": threads,
             },
             "data": str(data),
+            "code": code_version(settings.BASE_DIR),
         }
         try:
+            report["speed_probe"] = {"start": speed_probe()}
             if not options["skip_locomo"]:
                 result, memoryhub = run_locomo(
                     conversations,
@@ -144,6 +148,7 @@ class Command(BaseCommand):
                     query=questions[0],
                 )
             report["machine"]["load_average_after"] = machine()["load_average"]
+            report["speed_probe"]["end"] = speed_probe()
             self.stdout.write(format_report(report))
             path = write_report(report, options["out"] or RESULTS_DIR)
             self.stdout.write(f"Results written to {path}")
