@@ -80,7 +80,20 @@ ACTION_WORDS: dict[str, str] = {
     "session.compact": "summarised a long conversation",
     "working_memory.read": "read its working notes of a conversation",
     "working_memory.write": "wrote its working notes of a conversation",
+    "journal.list": "listed its notes of what it told you",
+    "transcript.sent_to_llm": "sent a conversation to the language model to learn from it",
+    "graph.record_answer": "added an answer you were given to the workspace's knowledge graph",
+    "review.answer_for_user": "answered a question of yours, for you to confirm",
+    "review.needs_user": "left you a question only you can answer",
+    "user.create": "created your user record",
+    "user.read": "read your user record",
+    "user.link_issue": "made a link to connect your login to this user",
+    "user.link": "connected your login to this user",
+    "audit.view": "read the audit log about you",
+    "audit.export": "exported the audit log about you",
 }
+# What an admin did to a row in the admin site ("admin.<model>.<verb>", memoryhub/admin.py).
+ADMIN_VERBS: dict[str, str] = {"add": "added", "change": "changed", "delete": "deleted"}
 
 
 @register.filter
@@ -118,7 +131,12 @@ def is_open(item: MemoryItem) -> bool:
 
 @register.filter
 def action_words(action: str) -> str:
-    return ACTION_WORDS.get(action, action.replace(".", ": ").replace("_", " "))
+    if action in ACTION_WORDS:
+        return ACTION_WORDS[action]
+    parts = action.split(".")
+    if len(parts) == 3 and parts[0] == "admin" and parts[2] in ADMIN_VERBS:
+        return f"{ADMIN_VERBS[parts[2]]} a record ({parts[1]}) in the admin site"
+    return action.replace(".", ": ").replace("_", " ")
 
 
 # What a forget removes, in words: (one, many).

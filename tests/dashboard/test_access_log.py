@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from django.test import Client
 
+from dashboard.templatetags.memory_words import action_words
 from memoryhub.actors import Actor
 from memoryhub.models import ActorType, AuditEntry, Channel
 from memoryhub.services.agents import create_personal_key
@@ -118,3 +122,69 @@ def test_the_access_log_query_count_does_not_grow_with_entries(
     with django_assert_max_num_queries(16):
         response = signed_in.get("/dashboard/access/")
     assert response.content.decode().count("Your key “cli”") == 20
+
+
+REPO = Path(__file__).resolve().parents[2]
+# Recorded with no subject user: they never show in anyone's access log.
+NEVER_ABOUT_A_USER = {"admin.health", "graph.insights", "graph.overview"}
+
+
+def _recorded_actions() -> set[str]:
+    """Every audit action written as a literal: `action="…"`, an `action` parameter's default,
+    or a module constant named …ACTION."""
+    actions = set()
+    for package in ("memoryhub", "dashboard", "review", "accounts", "admin_tools"):
+        for path in (REPO / package).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                values: list[ast.expr | None] = []
+                if isinstance(node, ast.keyword) and node.arg == "action":
+                    values.append(node.value)
+                if isinstance(node, ast.FunctionDef):
+                    arguments = node.args.args + node.args.kwonlyargs
+                    defaults = [None] * (len(node.args.args) - len(node.args.defaults))
+                    defaults += [*node.args.defaults, *node.args.kw_defaults]
+                    values += [
+                        d for a, d in zip(arguments, defaults, strict=True) if a.arg == "action"
+                    ]
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id.endswith("ACTION") for t in node.targets
+                ):
+                    values.append(node.value)
+                actions |= {
+                    v.value
+                    for v in values
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str) and "." in v.value
+                }
+    return actions
+
+
+def test_every_action_a_user_can_see_is_in_words():
+    actions = _recorded_actions()
+    assert {
+        "memory.search",
+        "transcript.sent_to_llm",
+        "access.refused",
+    } <= actions  # The scan works.
+    raw = {
+        a
+        for a in actions - NEVER_ABOUT_A_USER
+        if action_words(a) == a.replace(".", ": ").replace("_", " ")
+    }
+    assert raw == set(), f"no words for these audit actions: {sorted(raw)}"
+
+
+def test_an_admin_sites_change_is_in_words():
+    assert action_words("admin.user.change") == "changed a record (user) in the admin site"
+    assert action_words("admin.apikey.delete") == "deleted a record (apikey) in the admin site"
+    assert action_words("admin.user.frobnicate") == "admin: user: frobnicate"
+
+
+def test_a_transcript_sent_to_the_llm_shows_in_words(signed_in, user):
+    record_access(
+        actor=Actor.system("extraction"), subject_user_id=user.pk, action="transcript.sent_to_llm"
+    )
+    page = signed_in.get("/dashboard/access/").content.decode()
+    assert "sent a conversation to the language model to learn from it" in page
+    assert "transcript: sent to llm" not in page
