@@ -34,6 +34,8 @@ RECEIPT_SESSION_KEY = "dashboard.last_receipt"
 # The forgotten items' text rides to the receipt page encrypted under the user's key and is
 # dropped from the session once shown: the receipt names them, and nothing keeps them after.
 RECEIPT_TABLE = "forget_receipt"
+# A POST carrying this field only previews (the topic form); the confirmation forms leave it out.
+PREVIEW_FIELD = "preview"
 
 
 def _keep_receipt(
@@ -84,9 +86,9 @@ def _open_what(request: AuthedRequest, data: dict[str, Any]) -> str:
 
 
 def _preview_and_forget(
-    request: AuthedRequest, mode: Mode, form: ForgetForm
+    request: AuthedRequest, mode: Mode, form: ForgetForm, *, confirmed: bool
 ) -> tuple[ForgetPreview | None, HttpResponse | None]:
-    """Preview the selection; on POST, forget it too and go to the receipt."""
+    """Preview the selection; once confirmed, forget it too and go to the receipt."""
     selector, actor, embedder = (
         form.selector(now=timezone.now()),
         actor_of(request),
@@ -96,7 +98,7 @@ def _preview_and_forget(
         preview = preview_forget(
             user=request.user, mode=mode, selector=selector, actor=actor, embedder=embedder
         )
-        if request.method != "POST":
+        if not confirmed:
             return preview, None
         receipt = forget(
             user=request.user, mode=mode, selector=selector, actor=actor, embedder=embedder
@@ -116,14 +118,18 @@ def forget_page(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     """Show what the last hour, a period or a topic holds in this mode; forget it when confirmed."""
     mode = mode_or_404(request.user, mode_slug)
     what = (request.POST or request.GET).get("what", ForgetForm.LAST_HOUR)
+    # A topic is previewed by POST, so that what the person wants gone ("divorce") stays out of
+    # the URL: browser history, proxy logs, the Referer of the next page.
     query = {"what": what, **request.GET.dict()}
+    query.pop("topic", None)
+    confirmed = request.method == "POST" and PREVIEW_FIELD not in request.POST
     if request.method == "POST":
         form = ForgetForm(request.POST)
-    else:  # Opening the page previews the last hour; a chosen period or topic, once given.
+    else:  # Opening the page previews the last hour; a chosen period, once given.
         form = ForgetForm(query if ForgetForm.is_asked(query) else None)
     preview = None
     if form.is_bound and form.is_valid():
-        preview, done = _preview_and_forget(request, mode, form)
+        preview, done = _preview_and_forget(request, mode, form, confirmed=confirmed)
         if done is not None:
             return done
     status = 422 if form.is_bound and form.errors else 200

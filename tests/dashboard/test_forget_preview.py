@@ -62,9 +62,24 @@ def test_a_period_is_previewed_then_confirmed_with_the_same_days(
 def test_a_topic_preview_lists_only_what_mentions_it(signed_in, remember):
     remember("Training for the Lyon marathon.")
     remember("Prefers vegetarian food.")
-    page = signed_in.get(FORGET, {"what": "topic", "topic": "marathon"}).content.decode()
+    response = signed_in.post(FORGET, {"what": "topic", "topic": "marathon", "preview": "1"})
+    page = response.content.decode()
+    assert response.status_code == 200
     assert "Training for the Lyon marathon." in page and "vegetarian" not in page
     assert 'name="topic" value="marathon"' in page and "Yes, forget this topic" in page
+    assert Memory.all_owners.count() == 2  # Previewed, not forgotten.
+
+
+def test_the_topic_never_travels_in_the_url(signed_in, remember):
+    remember("Talked to a divorce lawyer.")
+    page = signed_in.get(FORGET).content.decode()
+    # The topic form posts (CSRF-protected); no link or form puts the topic in a query string.
+    assert '<form method="post" action="/dashboard/modes/personal/forget/?what=topic"' in page
+    assert 'method="get"' not in page.split('id="forget-topic-title"')[1]
+    # A topic in the URL (an old bookmark) is not previewed: nothing echoes it back.
+    response = signed_in.get(FORGET, {"what": "topic", "topic": "divorce"})
+    assert response.status_code == 200
+    assert "divorce" not in response.content.decode()
 
 
 @pytest.mark.parametrize(
@@ -78,7 +93,10 @@ def test_a_topic_preview_lists_only_what_mentions_it(signed_in, remember):
 )
 def test_an_incomplete_preview_is_422_and_offers_no_confirmation(signed_in, remember, query):
     remember("Keep me.")
-    response = signed_in.get(FORGET, query)
+    if "topic" in query:
+        response = signed_in.post(FORGET, {**query, "preview": "1"})
+    else:
+        response = signed_in.get(FORGET, query)
     assert response.status_code == 422
     assert "Yes, forget" not in response.content.decode()
 
