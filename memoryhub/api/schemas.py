@@ -95,7 +95,9 @@ class UserIn(Schema):
 class UserOut(Schema):
     id: UUID
     external_id: str | None
-    email: str | None
+    email: str | None = Field(
+        description="The person's login email, to their own personal keys only; null to agents."
+    )
     display_name: str
     is_memory_paused: bool
     has_login: bool = Field(

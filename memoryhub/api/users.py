@@ -26,11 +26,13 @@ EMAIL_REFUSED = (
 )
 
 
-def user_out(user: User) -> UserOut:
+def user_out(user: User, *, shows_login: bool = False) -> UserOut:
+    """The user as the API shows them. Their login email only to their own personal keys: it
+    belongs to the person, and an agent that never set it has no use for it (`has_login`)."""
     return UserOut(
         id=user.pk,
         external_id=user.external_id,
-        email=user.email,
+        email=user.email if shows_login else None,
         display_name=user.display_name,
         is_memory_paused=user.is_memory_paused,
         has_login=has_login(user),
@@ -65,7 +67,7 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
     existing = User.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         # The same scope rules as every other route: a user who blocked this agent is a 403,
-        # not their email and modes.
+        # not their modes.
         scope = resolve_scope(request, str(existing.pk))
         record_access(actor=scope.actor, subject_user_id=existing.pk, action="user.read")
         return Status(200, user_out(existing))
@@ -85,7 +87,8 @@ def get_user(request: HttpRequest, external_id: str) -> UserOut:
     """One end user, by external_id (or hub UUID)."""
     scope = resolve_scope(request, external_id)
     record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
-    return user_out(scope.user)
+    api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
+    return user_out(scope.user, shows_login=api_key.agent is None)
 
 
 @router.post("/users/{external_id}/link", response={201: UserLinkOut, **ERRORS})

@@ -52,6 +52,16 @@ def test_get_user_by_external_id(api, user):
     assert api.get("/users/nobody").status_code == 404
 
 
+def test_only_the_persons_own_key_sees_their_login_email(api, user, caller):
+    # The login belongs to the person: agents see that there is one (has_login), not which.
+    for response in (api.get("/users/alice"), api.post("/users", {"external_id": "alice"})):
+        assert response.status_code == 200
+        assert (response.json()["email"], response.json()["has_login"]) == (None, True)
+        assert "alice@example.com" not in response.text
+    own = caller(create_personal_key(user=user, name="cli").raw_key).get("/users/alice")
+    assert (own.status_code, own.json()["email"]) == (200, "alice@example.com")
+
+
 def test_the_same_external_id_in_another_workspace_is_another_user(api, workspace):
     factories.make_user(workspace=factories.make_workspace(), external_id="shared-id")
     response = api.post("/users", {"external_id": "shared-id"})
