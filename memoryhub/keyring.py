@@ -40,6 +40,16 @@ TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
 # A memory written as a transcript line, "Caroline: I went hiking", names its speaker: one to
 # three words before a colon and a space. Times ("10:30") and links ("https://") do not match.
 SPEAKER_PATTERN = re.compile(r"\s*([^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})[ \t]*:\s")
+# Labels that open a line the way a speaker's name does ("Note: call the bank"), normalised.
+NOT_SPEAKERS = frozenset(
+    {
+        *("note", "notes", "nb", "ps", "fyi", "reminder", "todo", "to do", "update", "edit"),
+        *("summary", "question", "answer", "q", "a", "tip", "warning", "important", "status"),
+        *("subject", "re", "fwd", "decision", "action", "action item", "next steps", "deadline"),
+        *("date", "time", "location", "address", "phone", "email", "goal", "idea", "task"),
+        *("remarque", "rappel", "objet", "sujet", "reponse", "attention", "a faire"),
+    }
+)
 # Secrets of no user's data (TOTP seeds): "<prefix>:<master key id>:<base64 ciphertext>". No
 # base32 TOTP secret or hex recovery seed starts with it, so older plaintext is told apart.
 SEALED_VALUE_PREFIX = "mhsec1"
@@ -64,9 +74,15 @@ def tokenize(text: str) -> list[str]:
 
 
 def speaker_of(text: str) -> list[str]:
-    """The normalised words of the speaker a memory's text opens with ("Caroline: …"), if any."""
+    """The normalised words of the speaker a memory's text opens with ("Caroline: …"), if any.
+
+    A label ("Note: …", "Rappel : …") is no speaker.
+    """
     match = SPEAKER_PATTERN.match(text)
-    return tokenize(match.group(1)) if match else []
+    if not match:
+        return []
+    words = tokenize(match.group(1))
+    return [] if " ".join(words) in NOT_SPEAKERS else words
 
 
 def workspace_owner_id(workspace_id: int) -> UUID:

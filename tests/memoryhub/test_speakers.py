@@ -29,6 +29,12 @@ from tests import factories
         ("See https://example.org", []),
         ("Caroline:no space", []),
         ("Alice went hiking.", []),
+        # A label opens a line like a name does, but speaks for no one.
+        ("Note: call the bank on Monday", []),
+        ("Action item: book the room", []),
+        ("Rappel : réunion à 10 h", []),
+        ("Q: where do I live?", []),
+        ("Notable Person: hello", ["notable", "person"]),
     ],
 )
 def test_the_speaker_is_the_name_a_transcript_line_opens_with(text, speaker):
