@@ -20,6 +20,7 @@ from memoryhub.services import (
     consolidate,
     decay,
     deletion_requests,
+    extraction_queue,
     graph,
     idempotency,
     ingest,
@@ -88,13 +89,13 @@ def extract_session(session_id: str) -> str | None:
 @_task("memoryhub.requeue_failed_extractions", soft_time_limit=240, time_limit=300)
 def requeue_failed_extractions() -> int:
     """Queue again the failed extractions that have rested long enough."""
-    return sessions.requeue_failed_extractions()
+    return extraction_queue.requeue_failed_extractions()
 
 
 @_task("memoryhub.requeue_stranded_extractions", soft_time_limit=50, time_limit=60)
 def requeue_stranded_extractions() -> int:
     """Publish again the extractions whose task was lost (the broker down when they ended)."""
-    return sessions.requeue_stranded_extractions()
+    return extraction_queue.requeue_stranded_extractions()
 
 
 @_task("memoryhub.sweep_idempotency_keys", soft_time_limit=240, time_limit=300)

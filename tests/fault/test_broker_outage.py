@@ -25,7 +25,7 @@ PREFERENCES = ["window seats", "green tea", "morning meetings", "dark chocolate"
 # The sweep publishes every queued session at once, not only those queued for 5 minutes.
 AT_ONCE = {"MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES": "0"}
 SWEEP_TWICE = (
-    "from memoryhub.services.sessions import requeue_stranded_extractions as sweep; "
+    "from memoryhub.services.extraction_queue import requeue_stranded_extractions as sweep; "
     "print(sweep(), sweep())"
 )
 # The beat's task, published as beat would.

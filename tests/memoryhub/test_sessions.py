@@ -24,6 +24,10 @@ from memoryhub.errors import (
 )
 from memoryhub.models import ActorType, Channel, ExtractionRun, Memory, Message, Session
 from memoryhub.queries.memories import list_memories
+from memoryhub.services.extraction_queue import (
+    requeue_failed_extractions,
+    requeue_stranded_extractions,
+)
 from memoryhub.services.ingest import extraction_key, load_transcript
 from memoryhub.services.preferences import set_memory_paused
 from memoryhub.services.sessions import (
@@ -34,8 +38,6 @@ from memoryhub.services.sessions import (
     get_session,
     get_working_memory,
     put_working_memory,
-    requeue_failed_extractions,
-    requeue_stranded_extractions,
     start_session,
 )
 from tests import factories
