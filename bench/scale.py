@@ -25,13 +25,8 @@ from memoryhub.embeddings import Embedder
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, Memory, Mode, Session, User, Workspace
 from memoryhub.queries.context import assemble_context
-from memoryhub.queries.recall import (
-    decrypt_ranked,
-    rank_memories,
-    ranking_query,
-    read_cues,
-    search_memories,
-)
+from memoryhub.queries.recall import decrypt_ranked, rank_memories, ranking_query, search_memories
+from memoryhub.queries.speaker_cues import read_cues
 from memoryhub.services import audit
 from memoryhub.services.access import flush_memory_access
 from memoryhub.services.agents import create_agent, get_or_create_workspace

@@ -34,13 +34,9 @@ from memoryhub.queries.context_budget import (
 )
 from memoryhub.queries.context_layers import Entry
 from memoryhub.queries.memories import MemoryItem, is_memory_in_use
-from memoryhub.queries.recall import (
-    QueryCues,
-    RecallFilter,
-    decrypt_ranked,
-    rank_memories,
-    read_cues,
-)
+from memoryhub.queries.recall import decrypt_ranked, rank_memories
+from memoryhub.queries.recall_filter import RecallFilter
+from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
@@ -137,7 +133,7 @@ class _LayerInputs:
     session: Session | None
     message: str
     # The message's cues and the embedding of their text: the message with the names of the
-    # people who speak in the user's memories replaced (recall.read_cues).
+    # people who speak in the user's memories replaced (speaker_cues.read_cues).
     cues: QueryCues
     vector: list[float]
     cipher: UserCipher

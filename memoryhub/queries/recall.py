@@ -22,7 +22,6 @@ by someone the query names ("Caroline: I paint sunsets" for "What does Caroline 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,20 +29,20 @@ from typing import Any
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
-from memoryhub.crypto import normalise_token
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
-from memoryhub.keyring import TOKEN_PATTERN, UserCipher, cipher_for, tokenize
-from memoryhub.models import Importance, Memory, MemoryKind, MemoryQuerySet, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use, memories_of
+from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
+from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use
 from memoryhub.queries.query_dates import query_period
 from memoryhub.queries.query_form import is_speculative
 from memoryhub.queries.query_terms import query_names, query_terms
+from memoryhub.queries.recall_filter import NO_FILTER, RecallFilter, candidates, check_filter
+from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
@@ -63,9 +62,6 @@ PERIOD_BONUS = 0.2
 # Added, after the lifts, to a memory spoken by someone the query names ("What does Caroline
 # paint?" and "Caroline: I paint sunsets"). Not lifted on to the turns around it.
 SPEAKER_BONUS = 0.15
-# A query names a speaker by name; their memories rarely do ("I paint sunsets"). The name is put
-# in the speaker cue and this word stands for it in the query's embedding.
-SPEAKER_STAND_IN = "someone"
 # At most this much is taken off a memory nobody has learnt or used for many half-lives.
 STALENESS_PENALTY = 0.10
 IMPORTANCE_BONUS: dict[str, float] = {
@@ -113,114 +109,6 @@ class RankedMemory:
         return self.row.id
 
 
-@dataclass(frozen=True)
-class RecallFilter:
-    """Optional narrowing of the candidates (all criteria combine with AND)."""
-
-    kinds: tuple[str, ...] = ()
-    since: datetime | None = None
-    until: datetime | None = None
-    # A memory is about a topic when it holds every word of it; several topics combine with OR.
-    topics: tuple[str, ...] = ()
-    exclude_ids: tuple[UUID, ...] = ()
-
-
-def check_filter(recall_filter: RecallFilter) -> None:
-    """Raise InvalidInputError on an unknown kind, a naive or inverted period, or a blank topic."""
-    unknown = set(recall_filter.kinds) - set(MemoryKind.values)
-    if unknown:
-        raise InvalidInputError(f"kinds must be among: {', '.join(MemoryKind.values)}")
-    for name in ("since", "until"):
-        moment = getattr(recall_filter, name)
-        if moment is not None and moment.tzinfo is None:
-            raise InvalidInputError(f"{name} must be a timezone-aware datetime")
-    if recall_filter.since and recall_filter.until and recall_filter.since >= recall_filter.until:
-        raise InvalidInputError("since must be before until")
-    if any(not tokenize(topic) for topic in recall_filter.topics):
-        raise InvalidInputError("each topic needs at least one word")
-
-
-@dataclass(frozen=True)
-class QueryCues:
-    """What the user's memories tell about a query before it is ranked (`read_cues`)."""
-
-    # The text to embed: the names of the query that speak in the user's memories replaced.
-    text: str
-    # Speaker digests (keyring `speaker_tokens`) of those names.
-    speakers: tuple[str, ...] = ()
-
-
-def read_cues(
-    *, user: User, mode: Mode, query: str, cipher: UserCipher, using: str = DEFAULT_DB_ALIAS
-) -> QueryCues:
-    """Which names of the query speak in the user's recallable memories in the mode.
-
-    A query naming no one costs nothing; else one statement, whatever the filter.
-    """
-    names = sorted(query_names(query))
-    if not names:
-        return QueryCues(text=query)
-    digests = cipher.speaker_tokens(names)
-    scoped = memories_of(user=user, mode=mode).recallable()
-    scope_sql, scope_params = scoped.values("blind_tokens").query.sql_with_params()
-    sql = f"""
-        SELECT d FROM unnest(%s::varchar[]) AS d WHERE EXISTS (
-            SELECT 1 FROM ({scope_sql}) AS s WHERE s.blind_tokens @> ARRAY[d]::varchar[]
-        )
-    """  # noqa: S608  # Only the ORM's SQL is formatted in; every value is a parameter.
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, [digests, *scope_params])
-        speaking = {row[0] for row in cursor.fetchall()}
-    spoken = [(name, d) for name, d in zip(names, digests, strict=True) if d in speaking]
-    return QueryCues(
-        text=_stand_in(query, {name for name, _ in spoken}),
-        speakers=tuple(digest for _, digest in spoken),
-    )
-
-
-def _stand_in(query: str, names: set[str]) -> str:
-    """The query with each of these names, written as a name, replaced by the stand-in."""
-    if not names:
-        return query
-
-    def replace(match: re.Match[str]) -> str:
-        word = match.group()
-        is_name = word[:1].isupper() and normalise_token(word) in names
-        return SPEAKER_STAND_IN if is_name else word
-
-    return TOKEN_PATTERN.sub(replace, query)
-
-
-def candidates(
-    *, user: User, mode: Mode, cipher: UserCipher, recall_filter: RecallFilter
-) -> MemoryQuerySet:
-    """The memories recall may return: this user's, this mode's, active, medium or high."""
-    # Security invariant: the scope comes from the one scoped door; candidates (confidence
-    # "candidate") and superseded or forgotten memories are never recalled.
-    queryset = memories_of(user=user, mode=mode).recallable()
-    if recall_filter.kinds:
-        queryset = queryset.filter(kind__in=recall_filter.kinds)
-    # A memory's time is when it happened, if known, else when it was learnt.
-    if recall_filter.since:
-        queryset = queryset.filter(
-            Q(occurred_at__gte=recall_filter.since)
-            | Q(occurred_at__isnull=True, created_at__gte=recall_filter.since)
-        )
-    if recall_filter.until:
-        queryset = queryset.filter(
-            Q(occurred_at__lt=recall_filter.until)
-            | Q(occurred_at__isnull=True, created_at__lt=recall_filter.until)
-        )
-    if recall_filter.topics:
-        about = Q()
-        for topic in recall_filter.topics:
-            about |= Q(blind_tokens__contains=cipher.blind_tokens(topic))
-        queryset = queryset.filter(about)
-    if recall_filter.exclude_ids:
-        queryset = queryset.exclude(pk__in=recall_filter.exclude_ids)
-    return queryset
-
-
 def _case(column: str, values: dict[str, float], default: float) -> tuple[str, list[object]]:
     # The weights are ours, but they still travel as parameters: no number is pasted into SQL.
     whens = " ".join("WHEN %s THEN %s" for _ in values)
@@ -237,7 +125,7 @@ def ranking_query(
     cipher: UserCipher,
     k: int,
     cues: QueryCues | None = None,
-    recall_filter: RecallFilter = RecallFilter(),
+    recall_filter: RecallFilter = NO_FILTER,
     now: datetime | None = None,
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters that rank the candidates (run by `rank_memories`).
@@ -402,7 +290,7 @@ def rank_memories(
     embedder: Embedder | None = None,
     query_vector: Sequence[float] | None = None,
     cues: QueryCues | None = None,
-    recall_filter: RecallFilter = RecallFilter(),
+    recall_filter: RecallFilter = NO_FILTER,
     now: datetime | None = None,
     using: str = DEFAULT_DB_ALIAS,
 ) -> list[RankedMemory]:

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import AuditEntry, Memory
-from memoryhub.queries import recall
+from memoryhub.queries import recall, speaker_cues
 from memoryhub.queries.recall import search_memories
 from memoryhub.services.access import AccessBuffer, flush_memory_access
 from memoryhub.services.audit import subject_pseudonym
@@ -589,15 +589,15 @@ def test_only_a_name_that_speaks_in_this_users_mode_is_a_speaker_cue(
     _remember(other_user, theirs, embedder, system_actor, "Dave: I love hiking.")
     cipher = cipher_for(user)
     query = "Do Alice, Carol, Dave or Erin love hiking? And alice?"
-    cues = recall.read_cues(user=user, mode=personal, query=query, cipher=cipher)
+    cues = speaker_cues.read_cues(user=user, mode=personal, query=query, cipher=cipher)
     # Alice speaks here; Carol only in another mode, Dave only for another user, Erin nowhere;
     # "alice" in lower case is not written as a name.
     assert cues.text == "Do someone, Carol, Dave or Erin love hiking? And alice?"
     assert cues.speakers == tuple(cipher.speaker_tokens(["alice"]))
     # A query naming no one, or no one who speaks, is embedded as it is.
     for plain in ("What do I love?", "What does Erin love?"):
-        assert recall.read_cues(user=user, mode=personal, query=plain, cipher=cipher) == (
-            recall.QueryCues(text=plain)
+        assert speaker_cues.read_cues(user=user, mode=personal, query=plain, cipher=cipher) == (
+            speaker_cues.QueryCues(text=plain)
         )
 
 
@@ -608,7 +608,7 @@ def test_a_candidate_speaker_is_no_cue(user, personal, embedder, system_actor):
     _remember(
         user, personal, embedder, system_actor, "Alice: I love hiking.", confidence="candidate"
     )
-    cues = recall.read_cues(
+    cues = speaker_cues.read_cues(
         user=user, mode=personal, query="What does Alice love?", cipher=cipher_for(user)
     )
-    assert cues == recall.QueryCues(text="What does Alice love?")
+    assert cues == speaker_cues.QueryCues(text="What does Alice love?")

@@ -1,0 +1,69 @@
+"""Speaker cues: which names of a query speak in the user's memories, and the query without them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from memoryhub.crypto import normalise_token
+from memoryhub.keyring import TOKEN_PATTERN, UserCipher
+from memoryhub.models import Mode, User
+from memoryhub.queries.memories import memories_of
+from memoryhub.queries.query_terms import query_names
+
+# A query names a speaker by name; their memories rarely do ("I paint sunsets"). The name is put
+# in the speaker cue and this word stands for it in the query's embedding.
+SPEAKER_STAND_IN = "someone"
+
+
+@dataclass(frozen=True)
+class QueryCues:
+    """What the user's memories tell about a query before it is ranked (`read_cues`)."""
+
+    # The text to embed: the names of the query that speak in the user's memories replaced.
+    text: str
+    # Speaker digests (keyring `speaker_tokens`) of those names.
+    speakers: tuple[str, ...] = ()
+
+
+def read_cues(
+    *, user: User, mode: Mode, query: str, cipher: UserCipher, using: str = DEFAULT_DB_ALIAS
+) -> QueryCues:
+    """Which names of the query speak in the user's recallable memories in the mode.
+
+    A query naming no one costs nothing; else one statement, whatever the filter.
+    """
+    names = sorted(query_names(query))
+    if not names:
+        return QueryCues(text=query)
+    digests = cipher.speaker_tokens(names)
+    scoped = memories_of(user=user, mode=mode).recallable()
+    scope_sql, scope_params = scoped.values("blind_tokens").query.sql_with_params()
+    sql = f"""
+        SELECT d FROM unnest(%s::varchar[]) AS d WHERE EXISTS (
+            SELECT 1 FROM ({scope_sql}) AS s WHERE s.blind_tokens @> ARRAY[d]::varchar[]
+        )
+    """  # noqa: S608  # Only the ORM's SQL is formatted in; every value is a parameter.
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, [digests, *scope_params])
+        speaking = {row[0] for row in cursor.fetchall()}
+    spoken = [(name, d) for name, d in zip(names, digests, strict=True) if d in speaking]
+    return QueryCues(
+        text=_stand_in(query, {name for name, _ in spoken}),
+        speakers=tuple(digest for _, digest in spoken),
+    )
+
+
+def _stand_in(query: str, names: set[str]) -> str:
+    """The query with each of these names, written as a name, replaced by the stand-in."""
+    if not names:
+        return query
+
+    def replace(match: re.Match[str]) -> str:
+        word = match.group()
+        is_name = word[:1].isupper() and normalise_token(word) in names
+        return SPEAKER_STAND_IN if is_name else word
+
+    return TOKEN_PATTERN.sub(replace, query)
