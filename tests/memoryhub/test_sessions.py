@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import threading
@@ -342,6 +343,20 @@ def test_only_failed_extractions_are_queued_again(session, embedder):
     assert requeue_failed_extractions() == 0
 
 
+@contextlib.contextmanager
+def _current_app_on(broker_url):
+    """The project's Celery settings on this broker, as the current app inside the block."""
+    current = Celery("broker-under-test", set_as_current=True)
+    current.config_from_object("django.conf:settings", namespace="CELERY")
+    current.conf.broker_url = broker_url
+    current.conf.broker_transport_options = {}
+    try:
+        yield current
+    finally:
+        current.close()
+        app.set_current()
+
+
 @pytest.fixture
 def broker_down():
     """The project's Celery settings, current while the test runs, on a broker nobody runs.
@@ -352,13 +367,8 @@ def broker_down():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    down = Celery("broker-down", set_as_current=True)
-    down.config_from_object("django.conf:settings", namespace="CELERY")
-    down.conf.broker_url = f"redis://127.0.0.1:{port}/0"
-    down.conf.broker_transport_options = {}
-    yield down
-    down.close()
-    app.set_current()
+    with _current_app_on(f"redis://127.0.0.1:{port}/0") as down:
+        yield down
 
 
 @pytest.fixture
@@ -371,13 +381,8 @@ def broker_silent():
     held = []
     accepting = threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True)
     accepting.start()
-    silent = Celery("broker-silent", set_as_current=True)
-    silent.config_from_object("django.conf:settings", namespace="CELERY")
-    silent.conf.broker_url = f"amqp://guest:guest@127.0.0.1:{listener.getsockname()[1]}//"
-    silent.conf.broker_transport_options = {}
-    yield silent
-    silent.close()
-    app.set_current()
+    with _current_app_on(f"amqp://guest:guest@127.0.0.1:{listener.getsockname()[1]}//") as silent:
+        yield silent
     listener.close()
     for connection in held:
         connection.close()
