@@ -26,7 +26,8 @@ class IdempotentWrite(models.Model):
     mode = models.ForeignKey(Mode, on_delete=models.CASCADE, related_name="+")
     request_digest = models.CharField(max_length=64)
     memory_ids = ArrayField(models.UUIDField())
-    created_at = models.DateTimeField(default=timezone.now)
+    # Indexed for the hourly sweep, which deletes the oldest first (services/idempotency.py).
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
         constraints: ClassVar[list[models.BaseConstraint]] = [
