@@ -61,6 +61,23 @@ class Session(models.Model):
     class Meta:
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["user", "mode", "-started_at"], name="session_scope_idx"),
+            # The periodic sweeps (services/sessions.py, extraction_queue.py) each look for a
+            # few rows among all sessions ever held: small partial indexes, not table scans.
+            models.Index(
+                fields=["last_activity_at"],
+                condition=models.Q(ended_at__isnull=True),
+                name="session_open_idx",
+            ),
+            models.Index(
+                fields=["ended_at"],
+                condition=models.Q(extraction_status="queued"),
+                name="session_queued_idx",
+            ),
+            models.Index(
+                fields=["working_memory_expires_at"],
+                condition=models.Q(working_memory_expires_at__isnull=False),
+                name="session_working_memory_idx",
+            ),
         ]
 
     def __str__(self) -> str:

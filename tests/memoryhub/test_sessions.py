@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import time_machine
 from celery import Celery
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -384,8 +386,8 @@ def broker_silent():
     with _current_app_on(f"amqp://guest:guest@127.0.0.1:{listener.getsockname()[1]}//") as silent:
         yield silent
     listener.close()
-    for connection in held:
-        connection.close()
+    for accepted in held:
+        accepted.close()
 
 
 def _ended_with_its_task_lost(session, embedder, content="I prefer window seats."):
@@ -570,3 +572,24 @@ def test_the_stranded_sweep_is_scheduled_every_minute_as_a_registered_task(setti
     entry = settings.CELERY_BEAT_SCHEDULE["requeue-stranded-extractions"]
     assert (entry["task"], entry["schedule"]) == ("memoryhub.requeue_stranded_extractions", 60.0)
     assert entry["task"] in app.tasks
+
+
+@pytest.mark.parametrize(
+    ("sweep", "index"),
+    [
+        (end_idle_sessions, "session_open_idx"),
+        (requeue_stranded_extractions, "session_queued_idx"),
+        (expire_working_memory, "session_working_memory_idx"),
+    ],
+)
+def test_each_periodic_sweep_finds_its_sessions_through_a_partial_index(db, sweep, index):
+    # Run every minute or hour over all sessions ever held: a table scan would grow with them.
+    with CaptureQueriesContext(connection) as captured:
+        sweep()
+    statements = [q["sql"] for q in captured.captured_queries if "memoryhub_session" in q["sql"]]
+    assert statements
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # As with many rows: prefer an index.
+        cursor.execute(f"EXPLAIN {statements[0]}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert index in plan, plan
