@@ -145,5 +145,15 @@ class ExtractionRun(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        indexes: ClassVar[list[models.Index]] = [
+            # The requeue sweep (every 15 minutes) looks for the few failed runs among all.
+            models.Index(
+                fields=["finished_at"],
+                condition=models.Q(status="failed"),
+                name="extraction_run_failed_idx",
+            ),
+        ]
+
     def __str__(self) -> str:
         return f"extraction {self.id} ({self.status})"

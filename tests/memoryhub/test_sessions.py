@@ -575,18 +575,19 @@ def test_the_stranded_sweep_is_scheduled_every_minute_as_a_registered_task(setti
 
 
 @pytest.mark.parametrize(
-    ("sweep", "index"),
+    ("sweep", "table", "index"),
     [
-        (end_idle_sessions, "session_open_idx"),
-        (requeue_stranded_extractions, "session_queued_idx"),
-        (expire_working_memory, "session_working_memory_idx"),
+        (end_idle_sessions, "memoryhub_session", "session_open_idx"),
+        (requeue_stranded_extractions, "memoryhub_session", "session_queued_idx"),
+        (expire_working_memory, "memoryhub_session", "session_working_memory_idx"),
+        (requeue_failed_extractions, "memoryhub_extractionrun", "extraction_run_failed_idx"),
     ],
 )
-def test_each_periodic_sweep_finds_its_sessions_through_a_partial_index(db, sweep, index):
-    # Run every minute or hour over all sessions ever held: a table scan would grow with them.
+def test_each_periodic_sweep_finds_its_rows_through_a_partial_index(db, sweep, table, index):
+    # Run every few minutes over all sessions or runs ever held: a table scan grows with them.
     with CaptureQueriesContext(connection) as captured:
         sweep()
-    statements = [q["sql"] for q in captured.captured_queries if "memoryhub_session" in q["sql"]]
+    statements = [q["sql"] for q in captured.captured_queries if f'"{table}"' in q["sql"]]
     assert statements
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # As with many rows: prefer an index.
