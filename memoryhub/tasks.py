@@ -138,7 +138,10 @@ def consolidate_memories() -> int:
 @_task("memoryhub.compact_threads", soft_time_limit=1700, time_limit=1800)
 def compact_threads() -> int:
     """Summarise the older messages of long threads; return how many messages were folded."""
-    return compaction.compact_long_threads(embedder=default_embedder()).messages
+    active_since = timezone.now() - compaction.ACTIVE_WINDOW
+    return compaction.compact_long_threads(
+        embedder=default_embedder(), active_since=active_since
+    ).messages
 
 
 @_task("memoryhub.forget_data", soft_time_limit=540, time_limit=600)

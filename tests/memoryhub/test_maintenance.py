@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from django.core.management import call_command
+from django.utils import timezone
 
 from memoryhub import tasks
 from memoryhub.actors import Actor
@@ -24,7 +25,7 @@ from memoryhub.models import (
 )
 from memoryhub.queries.memories import get_memory, list_memories
 from memoryhub.queries.recall import search_memories
-from memoryhub.services.compaction import compact_long_threads, compact_session
+from memoryhub.services.compaction import ACTIVE_WINDOW, compact_long_threads, compact_session
 from memoryhub.services.consolidate import consolidate_mode
 from memoryhub.services.decay import decay_memories
 from memoryhub.services.forget import ForgetSelector, forget
@@ -441,6 +442,25 @@ def test_compaction_twice_changes_nothing(user, personal, embedder):
         == rows
     )
     assert session.messages.filter(is_compacted=True).count() == 16
+
+
+def test_the_hourly_run_looks_only_at_threads_with_a_recent_message(user, personal, embedder):
+    recent = _long_thread(user, personal, embedder)
+    quiet = _long_thread(user, personal, embedder)
+    quiet.messages.update(created_at=timezone.now() - ACTIVE_WINDOW - timedelta(hours=1))
+    hourly = compact_long_threads(
+        embedder=embedder,
+        threshold=10,
+        keep_recent=4,
+        active_since=timezone.now() - ACTIVE_WINDOW,
+    )
+    assert (hourly.sessions, hourly.messages) == (1, 16)
+    assert recent.messages.filter(is_compacted=True).count() == 16
+    assert not quiet.messages.filter(is_compacted=True).exists()
+    # The full pass (the management command) still finds the quiet one.
+    full = compact_long_threads(embedder=embedder, threshold=10, keep_recent=4)
+    assert (full.sessions, full.messages) == (1, 16)
+    assert quiet.messages.filter(is_compacted=True).count() == 16
 
 
 def test_compaction_extends_the_same_summary_as_the_thread_grows(user, personal, embedder):
