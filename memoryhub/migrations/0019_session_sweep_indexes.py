@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
             model_name="session",
             index=models.Index(
                 condition=models.Q(("ended_at__isnull", True)),
-                fields=["last_activity_at"],
+                fields=["started_at"],
                 name="session_open_idx",
             ),
         ),

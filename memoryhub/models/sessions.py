@@ -63,8 +63,10 @@ class Session(models.Model):
             models.Index(fields=["user", "mode", "-started_at"], name="session_scope_idx"),
             # The periodic sweeps (services/sessions.py, extraction_queue.py) each look for a
             # few rows among all sessions ever held: small partial indexes, not table scans.
+            # Keyed on a column that never changes: an index on last_activity_at would make
+            # every message's touch of the session a non-HOT update.
             models.Index(
-                fields=["last_activity_at"],
+                fields=["started_at"],
                 condition=models.Q(ended_at__isnull=True),
                 name="session_open_idx",
             ),
