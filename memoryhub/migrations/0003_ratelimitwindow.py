@@ -4,30 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("memoryhub", "0002_audit_append_only"),
+        ('memoryhub', '0002_audit_append_only'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="RateLimitWindow",
+            name='RateLimitWindow',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("bucket", models.CharField(max_length=64)),
-                ("window_start", models.DateTimeField()),
-                ("count", models.PositiveIntegerField(default=0)),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('bucket', models.CharField(max_length=64)),
+                ('window_start', models.DateTimeField()),
+                ('count', models.PositiveIntegerField(default=0)),
             ],
             options={
-                "constraints": [
-                    models.UniqueConstraint(
-                        fields=("bucket", "window_start"), name="rate_limit_window_unique"
-                    )
-                ],
+                'constraints': [models.UniqueConstraint(fields=('bucket', 'window_start'), name='rate_limit_window_unique')],
             },
         ),
     ]

@@ -8,209 +8,103 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("memoryhub", "0003_ratelimitwindow"),
+        ('memoryhub', '0003_ratelimitwindow'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="WorkspaceKey",
+            name='WorkspaceKey',
             fields=[
-                (
-                    "workspace",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="data_key",
-                        serialize=False,
-                        to="memoryhub.workspace",
-                    ),
-                ),
-                ("wrapped_key", models.BinaryField()),
-                ("master_key_id", models.CharField(max_length=64)),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ('workspace', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='data_key', serialize=False, to='memoryhub.workspace')),
+                ('wrapped_key', models.BinaryField()),
+                ('master_key_id', models.CharField(max_length=64)),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.CreateModel(
-            name="GraphMaintenanceRun",
+            name='GraphMaintenanceRun',
             fields=[
-                ("id", models.BigAutoField(primary_key=True, serialize=False)),
-                (
-                    "kind",
-                    models.CharField(
-                        choices=[("decay", "Decay"), ("purge", "Purge")], max_length=8
-                    ),
-                ),
-                ("ran_at", models.DateTimeField(default=django.utils.timezone.now)),
-                ("edges_updated", models.PositiveIntegerField(default=0)),
-                ("nodes_deleted", models.PositiveIntegerField(default=0)),
-                ("edges_deleted", models.PositiveIntegerField(default=0)),
-                (
-                    "workspace",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="graph_maintenance_runs",
-                        to="memoryhub.workspace",
-                    ),
-                ),
+                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('kind', models.CharField(choices=[('decay', 'Decay'), ('purge', 'Purge')], max_length=8)),
+                ('ran_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('edges_updated', models.PositiveIntegerField(default=0)),
+                ('nodes_deleted', models.PositiveIntegerField(default=0)),
+                ('edges_deleted', models.PositiveIntegerField(default=0)),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='graph_maintenance_runs', to='memoryhub.workspace')),
             ],
             options={
-                "ordering": ["-ran_at", "-id"],
+                'ordering': ['-ran_at', '-id'],
             },
         ),
         migrations.CreateModel(
-            name="GraphNode",
+            name='GraphNode',
             fields=[
-                (
-                    "id",
-                    models.UUIDField(
-                        default=uuid.uuid4, editable=False, primary_key=True, serialize=False
-                    ),
-                ),
-                ("node_type", models.CharField(max_length=64)),
-                ("key_hash", models.CharField(max_length=64)),
-                ("text_ciphertext", models.BinaryField(blank=True, null=True)),
-                ("answer_id", models.UUIDField(blank=True, null=True)),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "user",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "workspace",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="graph_nodes",
-                        to="memoryhub.workspace",
-                    ),
-                ),
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('node_type', models.CharField(max_length=64)),
+                ('key_hash', models.CharField(max_length=64)),
+                ('text_ciphertext', models.BinaryField(blank=True, null=True)),
+                ('answer_id', models.UUIDField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='graph_nodes', to='memoryhub.workspace')),
             ],
         ),
         migrations.CreateModel(
-            name="GraphEdge",
+            name='GraphEdge',
             fields=[
-                ("id", models.BigAutoField(primary_key=True, serialize=False)),
-                (
-                    "edge_type",
-                    models.CharField(
-                        choices=[
-                            ("searched_for", "Searched For"),
-                            ("answered_by", "Answered By"),
-                            ("cited", "Cited"),
-                            ("viewed", "Viewed"),
-                            ("booked", "Booked"),
-                            ("asked_about", "Asked About"),
-                            ("used_tool", "Used Tool"),
-                            ("similar_to", "Similar To"),
-                        ],
-                        max_length=20,
-                    ),
-                ),
-                ("initial_weight", models.FloatField()),
-                ("weight", models.FloatField()),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "workspace",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="memoryhub.workspace",
-                    ),
-                ),
-                (
-                    "source",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="out_edges",
-                        to="memoryhub.graphnode",
-                    ),
-                ),
-                (
-                    "target",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="in_edges",
-                        to="memoryhub.graphnode",
-                    ),
-                ),
+                ('id', models.BigAutoField(primary_key=True, serialize=False)),
+                ('edge_type', models.CharField(choices=[('searched_for', 'Searched For'), ('answered_by', 'Answered By'), ('cited', 'Cited'), ('viewed', 'Viewed'), ('booked', 'Booked'), ('asked_about', 'Asked About'), ('used_tool', 'Used Tool'), ('similar_to', 'Similar To')], max_length=20)),
+                ('initial_weight', models.FloatField()),
+                ('weight', models.FloatField()),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memoryhub.workspace')),
+                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='out_edges', to='memoryhub.graphnode')),
+                ('target', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='in_edges', to='memoryhub.graphnode')),
             ],
         ),
         migrations.CreateModel(
-            name="WorkspaceNodeType",
+            name='WorkspaceNodeType',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("slug", models.SlugField(max_length=64)),
-                ("name", models.CharField(max_length=100)),
-                ("is_transient", models.BooleanField(default=False)),
-                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
-                (
-                    "workspace",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="graph_node_types",
-                        to="memoryhub.workspace",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('slug', models.SlugField(max_length=64)),
+                ('name', models.CharField(max_length=100)),
+                ('is_transient', models.BooleanField(default=False)),
+                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='graph_node_types', to='memoryhub.workspace')),
             ],
         ),
         migrations.AddIndex(
-            model_name="graphnode",
-            index=models.Index(
-                fields=["workspace", "node_type", "created_at"], name="graph_node_type_idx"
-            ),
+            model_name='graphnode',
+            index=models.Index(fields=['workspace', 'node_type', 'created_at'], name='graph_node_type_idx'),
         ),
         migrations.AddIndex(
-            model_name="graphnode",
-            index=models.Index(fields=["answer_id"], name="graph_node_answer_idx"),
+            model_name='graphnode',
+            index=models.Index(fields=['answer_id'], name='graph_node_answer_idx'),
         ),
         migrations.AddConstraint(
-            model_name="graphnode",
-            constraint=models.UniqueConstraint(
-                condition=models.Q(("answer_id__isnull", True)),
-                fields=("workspace", "node_type", "key_hash"),
-                name="graph_durable_node_unique",
-            ),
+            model_name='graphnode',
+            constraint=models.UniqueConstraint(condition=models.Q(('answer_id__isnull', True)), fields=('workspace', 'node_type', 'key_hash'), name='graph_durable_node_unique'),
         ),
         migrations.AddConstraint(
-            model_name="graphnode",
-            constraint=models.UniqueConstraint(
-                condition=models.Q(("answer_id__isnull", False)),
-                fields=("answer_id", "node_type", "key_hash"),
-                name="graph_interaction_node_unique",
-            ),
+            model_name='graphnode',
+            constraint=models.UniqueConstraint(condition=models.Q(('answer_id__isnull', False)), fields=('answer_id', 'node_type', 'key_hash'), name='graph_interaction_node_unique'),
         ),
         migrations.AddIndex(
-            model_name="graphedge",
-            index=models.Index(fields=["workspace", "edge_type"], name="graph_edge_type_idx"),
+            model_name='graphedge',
+            index=models.Index(fields=['workspace', 'edge_type'], name='graph_edge_type_idx'),
         ),
         migrations.AddConstraint(
-            model_name="graphedge",
-            constraint=models.UniqueConstraint(
-                fields=("source", "target", "edge_type"), name="graph_edge_unique"
-            ),
+            model_name='graphedge',
+            constraint=models.UniqueConstraint(fields=('source', 'target', 'edge_type'), name='graph_edge_unique'),
         ),
         migrations.AddConstraint(
-            model_name="graphedge",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("initial_weight__gte", 0), ("weight__gte", 0)),
-                name="graph_edge_weight_not_negative",
-            ),
+            model_name='graphedge',
+            constraint=models.CheckConstraint(condition=models.Q(('initial_weight__gte', 0), ('weight__gte', 0)), name='graph_edge_weight_not_negative'),
         ),
         migrations.AddConstraint(
-            model_name="workspacenodetype",
-            constraint=models.UniqueConstraint(
-                fields=("workspace", "slug"), name="graph_node_type_unique_per_workspace"
-            ),
+            model_name='workspacenodetype',
+            constraint=models.UniqueConstraint(fields=('workspace', 'slug'), name='graph_node_type_unique_per_workspace'),
         ),
     ]

@@ -4,17 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("memoryhub", "0005_embeddings_inline"),
+        ('memoryhub', '0005_embeddings_inline'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="extractionrun",
-            name="requeue_count",
-            field=models.PositiveSmallIntegerField(
-                default=0,
-                help_text="How many times the sweep queued this run again after it failed.",
-            ),
+            model_name='extractionrun',
+            name='requeue_count',
+            field=models.PositiveSmallIntegerField(default=0, help_text='How many times the sweep queued this run again after it failed.'),
         ),
     ]

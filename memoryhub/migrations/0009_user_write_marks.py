@@ -6,26 +6,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("memoryhub", "0008_audit_chains"),
+        ('memoryhub', '0008_audit_chains'),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="UserWriteMark",
+            name='UserWriteMark',
             fields=[
-                (
-                    "user",
-                    models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        primary_key=True,
-                        related_name="+",
-                        serialize=False,
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                ("lsn", models.BigIntegerField()),
-                ("updated_at", models.DateTimeField()),
+                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to=settings.AUTH_USER_MODEL)),
+                ('lsn', models.BigIntegerField()),
+                ('updated_at', models.DateTimeField()),
             ],
         ),
     ]
