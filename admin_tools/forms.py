@@ -1,4 +1,4 @@
-"""The access-audit filter form: user, mode, actor, action, channel and period."""
+"""The staff forms: the access-audit filter, and granting a role."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from datetime import UTC, datetime, time, timedelta
 
 from django import forms
 
-from memoryhub.models import ActorType, Channel
+from accounts.role_grants import Role
+from memoryhub.models import ActorType, Channel, Workspace
 from memoryhub.queries.audit_log import AuditFilter
 
 
@@ -66,3 +67,16 @@ class AuditFilterForm(forms.Form):
                 datetime.combine(until, time.min, tzinfo=UTC) + timedelta(days=1) if until else None
             ),
         )
+
+
+class RoleForm(forms.Form):
+    email = forms.EmailField(max_length=254, help_text="The email the person signs in with.")
+    role = forms.ChoiceField(choices=Role.choices)
+    workspace = forms.ModelChoiceField(
+        queryset=Workspace.objects.order_by("slug"), to_field_name="slug"
+    )
+    action = forms.ChoiceField(
+        choices=[("grant", "Grant"), ("revoke", "Revoke")],
+        widget=forms.RadioSelect,
+        initial="grant",
+    )

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import graph, views
+from . import graph, roles, views
 
 app_name = "admin_tools"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.health, name="health"),
     path("audit/", views.audit_log, name="audit_log"),
     path("audit/export.csv", views.audit_export, name="audit_export"),
+    path("roles/", roles.roles, name="roles"),
     path("graph/", graph.graph_list, name="graph_list"),
     path("graph/<slug:slug>/", graph.graph_detail, name="graph_detail"),
 ]

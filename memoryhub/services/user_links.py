@@ -5,7 +5,7 @@ reach that user's memory from the dashboard, a person opens the agent's link whi
 and confirms. Then the login moves, not the memory: the person's email addresses, password
 and authenticators go to the agent-created user, whose memories, modes, sessions and settings
 stay as they are, in the agent's workspace. The account the person signed in with is erased,
-and it may hold nothing that would be lost with it (see `_holds_something`): no memory, no
+and it may hold nothing that would be lost with it (see `holds_something`): no memory, no
 conversation, no key, no role. So nothing moves across workspaces, and nothing is merged.
 """
 
@@ -101,7 +101,8 @@ def issue_user_link(*, user: User, agent: Agent, actor: Actor) -> IssuedLink:
     return IssuedLink(token=token, expires_at=link.expires_at)
 
 
-def _holds_something(account: User) -> bool:
+def holds_something(account: User) -> bool:
+    """Whether erasing or moving the account would take something with it beyond its login."""
     # Ask Django what erasing the account would delete with it, rather than list tables here:
     # a table added later is then counted too, never erased unnoticed.
     collector = Collector(using=router.db_for_write(User))
@@ -128,7 +129,7 @@ def _check(link: UserLink, user: User, account: User) -> None:
         raise GoneError("the agent that made this link was disabled")
     if has_login(user):
         raise ConflictError("this user already has a login: ask the agent for a new link")
-    if account.is_staff or account.is_superuser or _holds_something(account):
+    if account.is_staff or account.is_superuser or holds_something(account):
         # The account would be erased: refuse rather than lose its memory, keys or roles.
         raise ConflictError(
             "your account already holds memory, keys or a role of its own, and one login "
