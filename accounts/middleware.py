@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
 
 from accounts.roles import (
     MFA_SETUP_NEXT_KEY,
@@ -50,3 +51,23 @@ class AdminRequiresMfaMiddleware:
             if is_signed_in:
                 request.session.pop(MFA_SETUP_NEXT_KEY, None)
         return self.get_response(request)
+
+
+class NeverCacheSignedInPagesMiddleware:
+    """Pages of a signed-in person are never kept by the browser or a proxy.
+
+    They show memory, which can be deleted or forgotten a second later: Back, the back-forward
+    cache or a shared proxy must not bring a deleted item (or a dead Undo) back from a copy.
+    Back then asks the server again. htmx's own history snapshots are off too (base.html).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.user.is_authenticated:
+            add_never_cache_headers(response)
+        # The same URL answers a whole page or an htmx fragment: never mix the two up.
+        patch_vary_headers(response, ["HX-Request"])
+        return response

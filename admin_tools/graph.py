@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Count
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from accounts.roles import require_staff
 from memoryhub.http import AuthedRequest, staff_actor
@@ -13,7 +13,7 @@ from memoryhub.models import ActorType, Channel, Workspace
 from memoryhub.queries.graph import graph_overview
 
 
-@require_GET
+@require_safe
 @require_staff
 def graph_list(request: AuthedRequest) -> HttpResponse:
     """Every workspace with the size of its graph, linking to its page."""
@@ -23,7 +23,7 @@ def graph_list(request: AuthedRequest) -> HttpResponse:
     return render(request, "admin_tools/graph_list.html", {"workspaces": workspaces})
 
 
-@require_GET
+@require_safe
 @require_staff
 def graph_detail(request: AuthedRequest, slug: str) -> HttpResponse:
     """One workspace graph: counts by type, top items, unanswered questions, maintenance runs."""

@@ -6,7 +6,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from accounts.roles import require_staff
 from memoryhub.http import AuthedRequest, staff_actor
@@ -19,7 +19,7 @@ from .forms import AuditFilterForm
 PAGE_SIZE = 50
 
 
-@require_GET
+@require_safe
 @require_staff
 def health(request: AuthedRequest) -> HttpResponse:
     """Memory health: volume, growth, superseded and contradicted facts, dormancy, rejections."""
@@ -27,7 +27,7 @@ def health(request: AuthedRequest) -> HttpResponse:
     return render(request, "admin_tools/health.html", {"report": report})
 
 
-@require_GET
+@require_safe
 @require_staff
 def audit_log(request: AuthedRequest) -> HttpResponse:
     """The access audit, filtered and paginated; the fragment alone for htmx."""
@@ -46,7 +46,7 @@ def audit_log(request: AuthedRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-@require_GET
+@require_safe
 @require_staff  # type: ignore[arg-type]  # Typed for HttpResponse; a stream passes through as is.
 def audit_export(request: AuthedRequest) -> HttpResponseBase:
     """The filtered audit as a CSV download."""

@@ -146,6 +146,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.AdminRequiresMfaMiddleware",
+    "accounts.middleware.NeverCacheSignedInPagesMiddleware",
 ]
 
 if not DEBUG:

@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.roles import require_reviewer
 from memoryhub.actors import Actor
@@ -49,7 +49,7 @@ def _reviewer(request: AuthedRequest) -> Actor:
     return staff_actor(request, ActorType.REVIEWER, Channel.UI)
 
 
-@require_GET
+@require_safe
 @require_reviewer
 def queue(request: AuthedRequest) -> HttpResponse:
     """Pending candidates by priority, one per group of similar ones, with the threshold chart."""
@@ -108,7 +108,7 @@ def _detail(
     return render(request, "review/candidate_detail.html", context, status=status)
 
 
-@require_GET
+@require_safe
 @require_reviewer
 @domain_errors_as_http
 def candidate_detail(request: AuthedRequest, candidate_id: str) -> HttpResponse:
@@ -241,7 +241,7 @@ def _knowledge_page(
     return render(request, "review/knowledge_list.html", context, status=status)
 
 
-@require_GET
+@require_safe
 @require_reviewer
 def knowledge_list(request: AuthedRequest) -> HttpResponse:
     """The workspace knowledge base, with a form to add a document."""

@@ -9,7 +9,7 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.forms import DeleteAccountForm
 from dashboard.forms import (
@@ -39,7 +39,7 @@ from .rendering import list_url
 from .scoping import actor_of, mode_or_404
 
 
-@require_GET
+@require_safe
 @login_required
 def settings_page(request: AuthedRequest) -> HttpResponse:
     """Pause memory, memory off per mode, retention, and links to every other control."""
@@ -103,7 +103,7 @@ def retention(request: AuthedRequest) -> HttpResponse:
     return redirect("dashboard:settings")
 
 
-@require_GET
+@require_safe
 @login_required
 def agents(request: AuthedRequest) -> HttpResponse:
     """The agents that can reach the user's memory, each with a block button."""
@@ -170,7 +170,7 @@ def key_revoke(request: AuthedRequest, key_id: int) -> HttpResponse:
     return redirect("dashboard:keys")
 
 
-@require_GET
+@require_safe
 @login_required
 def access_log(request: AuthedRequest) -> HttpResponse:
     """Who accessed the user's memory (others by default, also the user if asked), newest first."""

@@ -14,7 +14,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from dashboard.forms import DeleteAllForm, ForgetForm
 from memoryhub.embeddings import default_embedder
@@ -137,7 +137,7 @@ def forget_page(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     return render(request, "dashboard/forget.html", context, status=status)
 
 
-@require_GET
+@require_safe
 @login_required
 def receipt(request: AuthedRequest) -> HttpResponse:
     """The deletion receipt of the last forget: the items by name, how many of each kind, when."""
@@ -175,7 +175,7 @@ def delete_all(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     return render(request, "dashboard/delete_all.html", {"mode": mode, "form": form}, status=status)
 
 
-@require_GET
+@require_safe
 @login_required
 def export(request: AuthedRequest) -> HttpResponse:
     """Download everything of the user, decrypted, as one JSON file."""

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap
 
 from dashboard.forms import (
@@ -56,7 +56,7 @@ DEFAULT_SECTION = SECTIONS_BY_SLUG["everything"]
 REFUSALS = (InvalidInputError, ConflictError)
 
 
-@require_GET
+@require_safe
 def landing(request: HttpRequest) -> HttpResponse:
     return render(request, "landing.html")
 
@@ -82,7 +82,7 @@ def _card_context(
     return {"mode": mode, "modes": modes, "other_modes": other_modes, **extra}
 
 
-@require_GET
+@require_safe
 @login_required
 def memory_list(request: AuthedRequest) -> HttpResponse:
     """What agents remember in one mode: a section, a page at a time, of one agent or all."""
@@ -121,7 +121,7 @@ def memory_list(request: AuthedRequest) -> HttpResponse:
     )
 
 
-@require_GET
+@require_safe
 @login_required
 @domain_errors_as_http
 def memory_detail(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:
@@ -141,7 +141,7 @@ def memory_detail(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Ht
     return render(request, "dashboard/memory_detail.html", context)
 
 
-@require_GET
+@require_safe
 @login_required
 @domain_errors_as_http
 def memory_why(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> HttpResponse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from dashboard.forms import SearchForm
 from memoryhub.embeddings import default_embedder
@@ -19,7 +19,7 @@ from .scoping import actor_of, mode_or_404
 SEARCH_LIMIT = 20
 
 
-@require_GET
+@require_safe
 @login_required
 def search(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     """The close matches of the query in this mode, best first (the page, or the results)."""
