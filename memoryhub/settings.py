@@ -371,6 +371,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
     "sweep-idempotency-keys": {"task": "memoryhub.sweep_idempotency_keys", "schedule": 3600.0},
+    # Past rate-limit windows of every key owner and client IP (memoryhub/services/ratelimit.py).
+    "sweep-rate-limit-windows": {"task": "memoryhub.sweep_rate_limit_windows", "schedule": 300.0},
     # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
     "decay-memories": {"task": "memoryhub.decay_memories", "schedule": 86400.0},
     "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},
