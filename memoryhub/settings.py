@@ -373,6 +373,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-idempotency-keys": {"task": "memoryhub.sweep_idempotency_keys", "schedule": 3600.0},
     # Past rate-limit windows of every key owner and client IP (memoryhub/services/ratelimit.py).
     "sweep-rate-limit-windows": {"task": "memoryhub.sweep_rate_limit_windows", "schedule": 300.0},
+    "sweep-expired-cache-entries": {
+        "task": "memoryhub.sweep_expired_cache_entries",
+        "schedule": 300.0,
+    },
     # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
     "decay-memories": {"task": "memoryhub.decay_memories", "schedule": 86400.0},
     "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},

@@ -111,6 +111,12 @@ def sweep_rate_limit_windows() -> int:
     return ratelimit.sweep_rate_limit_windows()
 
 
+@_task("memoryhub.sweep_expired_cache_entries", soft_time_limit=240, time_limit=300)
+def sweep_expired_cache_entries() -> int:
+    """Delete the database cache's expired entries (allauth's login limits)."""
+    return ratelimit.sweep_expired_cache_entries()
+
+
 @_task("memoryhub.end_idle_sessions", soft_time_limit=240, time_limit=300)
 def end_idle_sessions() -> int:
     """End sessions idle past the timeout (each then queues its own extraction)."""

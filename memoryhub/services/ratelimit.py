@@ -7,6 +7,9 @@ its count to the shared row only once per fifth of the limit. An IP therefore ge
 MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE + (N - 1) x (limit / 5 - 1) bad keys a minute across
 N processes (30 and 35 with the default limit and two workers), and one that sends fewer than
 a fifth of the limit to a process in a minute never reaches the database at all.
+
+allauth keeps its own login limits in the shared cache (settings.CACHES); when that is the
+database cache, a sweep here deletes its expired entries.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from memoryhub.models import RateLimitWindow
 WINDOW = timedelta(minutes=1)
 # How often per window a process adds its invalid-key count to the shared row, at most.
 INVALID_KEY_FLUSHES_PER_WINDOW = 5
-# Windows deleted per statement by the sweep: short statements, no long lock on the table.
+# Rows deleted per statement by the sweeps: short statements, no long lock on the table.
 SWEEP_BATCH = 5_000
+DATABASE_CACHE = "django.core.cache.backends.db.DatabaseCache"
 
 
 def _window_start(now: datetime) -> datetime:
@@ -149,6 +153,35 @@ def sweep_rate_limit_windows(*, now: datetime | None = None) -> int:
             .values("pk")[:SWEEP_BATCH]
         )
         count, _ = batch.delete()
+        deleted += count
+        if count < SWEEP_BATCH:
+            return deleted
+
+
+def sweep_expired_cache_entries(*, now: datetime | None = None) -> int:
+    """Delete the database cache's expired entries; return how many (0 with another cache).
+
+    Django's database cache counts its rows on every write and deletes expired ones only past
+    MAX_ENTRIES, all at once inside a login request; swept here, its table stays small.
+    Deleted in batches through the expires index, oldest first.
+    """
+    cache = settings.CACHES["default"]
+    if cache["BACKEND"] != DATABASE_CACHE:
+        return 0  # Redis expires entries itself; a process's memory is not ours to sweep.
+    now = now or timezone.now()
+    table = connection.ops.quote_name(str(cache["LOCATION"]))
+    deleted = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""
+                DELETE FROM {table} WHERE cache_key IN (
+                    SELECT cache_key FROM {table} WHERE expires < %s ORDER BY expires LIMIT %s
+                )
+                """,  # noqa: S608 - the table name comes from settings, never from input.
+                [now, SWEEP_BATCH],
+            )
+            count = cursor.rowcount
         deleted += count
         if count < SWEEP_BATCH:
             return deleted

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -14,6 +15,7 @@ from memoryhub.celery import app
 from memoryhub.models import RateLimitWindow
 from memoryhub.services import ratelimit
 from memoryhub.services.agents import key_owner
+from memoryhub.settings import cache_settings
 
 TABLE = RateLimitWindow._meta.db_table
 BAD_KEY = "mh_not-a-real-key"
@@ -125,4 +127,49 @@ def test_the_window_sweep_is_scheduled_every_five_minutes_as_a_registered_task(s
     app.loader.import_default_modules()
     entry = settings.CELERY_BEAT_SCHEDULE["sweep-rate-limit-windows"]
     assert (entry["task"], entry["schedule"]) == ("memoryhub.sweep_rate_limit_windows", 300.0)
+    assert entry["task"] in app.tasks
+
+
+@pytest.fixture
+def database_cache(db, settings):
+    settings.CACHES = {"default": cache_settings("db://", debug=False)}
+    cache.clear()
+    yield cache
+    cache.clear()
+
+
+def test_the_cache_sweep_deletes_expired_entries_of_the_database_cache_only(database_cache):
+    now = timezone.now()
+    with time_machine.travel(now - timedelta(minutes=10), tick=False):
+        database_cache.set("allauth:rl:stale", [1.0], timeout=60)
+    database_cache.set("allauth.mfa.totp.used?user=1&code=123456", "y", timeout=90)
+    assert ratelimit.sweep_expired_cache_entries(now=now) == 1
+    assert database_cache.get("allauth.mfa.totp.used?user=1&code=123456") == "y"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memoryhub_cache")
+        assert cursor.fetchone()[0] == 1
+
+
+def test_the_cache_sweep_leaves_any_other_cache_alone(db, settings):
+    settings.CACHES = {"default": cache_settings("locmem://", debug=False)}
+    with CaptureQueriesContext(connection) as captured:
+        assert ratelimit.sweep_expired_cache_entries() == 0
+    assert captured.captured_queries == []
+
+
+def test_the_cache_sweep_finds_expired_entries_through_the_expires_index(database_cache):
+    with CaptureQueriesContext(connection) as captured:
+        ratelimit.sweep_expired_cache_entries()
+    (statement,) = [q["sql"] for q in captured.captured_queries]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # As with many rows: prefer an index.
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "memoryhub_cache_expires" in plan, plan
+
+
+def test_the_cache_sweep_is_scheduled_every_five_minutes_as_a_registered_task(settings):
+    app.loader.import_default_modules()
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-expired-cache-entries"]
+    assert (entry["task"], entry["schedule"]) == ("memoryhub.sweep_expired_cache_entries", 300.0)
     assert entry["task"] in app.tasks
