@@ -181,7 +181,7 @@ def sweep_expired_cache_entries(*, now: datetime | None = None) -> int:
                 """,  # noqa: S608 - the table name comes from settings, never from input.
                 [now, SWEEP_BATCH],
             )
-            count = cursor.rowcount
+            count = int(cursor.rowcount)
         deleted += count
         if count < SWEEP_BATCH:
             return deleted
