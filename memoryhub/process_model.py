@@ -18,7 +18,8 @@ def web_command(*, host: str, port: int, workers: int, production: bool) -> list
     # instead of falling back to the pure-Python ones (12% more requests per second, measured).
     argv += ["--loop", "uvloop", "--http", "httptools"]
     if production:
-        # Every worker answers any request (stateless MCP, PostgreSQL rate limits and sessions).
+        # Every worker answers any request (stateless MCP, PostgreSQL rate limits and sessions,
+        # a shared cache for allauth's login limits: runstack refuses a per-process one).
         # Proxy headers are read only from a proxy on this machine.
         argv += ["--workers", str(workers), "--proxy-headers", "--forwarded-allow-ips", "127.0.0.1"]
         argv += ["--timeout-graceful-shutdown", "20", "--no-server-header", "--no-access-log"]

@@ -372,6 +372,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
     "sweep-idempotency-keys": {"task": "memoryhub.sweep_idempotency_keys", "schedule": 3600.0},
+    # Past rate-limit windows of every key owner and client IP (memoryhub/services/ratelimit.py).
+    "sweep-rate-limit-windows": {"task": "memoryhub.sweep_rate_limit_windows", "schedule": 300.0},
+    "sweep-expired-cache-entries": {
+        "task": "memoryhub.sweep_expired_cache_entries",
+        "schedule": 300.0,
+    },
     # Maintenance (memoryhub/services/decay.py, retention.py, consolidate.py, compaction.py).
     "decay-memories": {"task": "memoryhub.decay_memories", "schedule": 86400.0},
     "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},
@@ -438,7 +444,40 @@ MEMORYHUB_CONSOLIDATE_AFTER_DAYS = env_int("MEMORYHUB_CONSOLIDATE_AFTER_DAYS", 7
 MEMORYHUB_GRAPH_HALF_LIFE_DAYS = env_int("MEMORYHUB_GRAPH_HALF_LIFE_DAYS", 30, minimum=1)
 MEMORYHUB_GRAPH_TRANSIENT_DAYS = env_int("MEMORYHUB_GRAPH_TRANSIENT_DAYS", 90)
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The cache. allauth keeps its failed-login budget and its "TOTP code already used" markers in
+# it, so every web worker must share one. CACHE_URL: redis://… (Redis), db:// (a table in
+# PostgreSQL, created by migration 0022) or locmem:// (this process only). Unset: the database
+# with DEBUG off, this process's memory with DEBUG on (development runs one web process).
+CACHE_TABLE = "memoryhub_cache"
+PER_PROCESS_CACHE = "django.core.cache.backends.locmem.LocMemCache"
+
+
+def cache_settings(url: str | None, *, debug: bool) -> dict[str, object]:
+    """Build the default cache from CACHE_URL; runstack --production refuses a per-process one."""
+    scheme = urlparse(url).scheme if url else ("locmem" if debug else "db")
+    if scheme in {"redis", "rediss"}:
+        # Redis down or silent: a login fails within seconds instead of hanging.
+        timeouts = {"socket_connect_timeout": 1, "socket_timeout": 2}
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": timeouts,
+        }
+    if scheme == "db":
+        # Every write counts the rows and, past MAX_ENTRIES, deletes the expired ones first
+        # and only then a third of the rest: set high, so no flood of login attempts evicts
+        # a live TOTP marker or failure budget.
+        return {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": CACHE_TABLE,
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    if scheme == "locmem":
+        return {"BACKEND": PER_PROCESS_CACHE}
+    raise ImproperlyConfigured("CACHE_URL must be a redis://, rediss://, db:// or locmem:// URL")
+
+
+CACHES = {"default": cache_settings(env_str("CACHE_URL"), debug=DEBUG)}
 
 LOGGING = {
     "version": 1,

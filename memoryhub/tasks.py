@@ -24,6 +24,7 @@ from memoryhub.services import (
     graph,
     idempotency,
     ingest,
+    ratelimit,
     retention,
     sessions,
 )
@@ -102,6 +103,18 @@ def requeue_stranded_extractions() -> int:
 def sweep_idempotency_keys() -> int:
     """Delete the idempotency records older than the replay window."""
     return idempotency.sweep_idempotency_keys()
+
+
+@_task("memoryhub.sweep_rate_limit_windows", soft_time_limit=240, time_limit=300)
+def sweep_rate_limit_windows() -> int:
+    """Delete the rate-limit windows of past minutes."""
+    return ratelimit.sweep_rate_limit_windows()
+
+
+@_task("memoryhub.sweep_expired_cache_entries", soft_time_limit=240, time_limit=300)
+def sweep_expired_cache_entries() -> int:
+    """Delete the database cache's expired entries (allauth's login limits)."""
+    return ratelimit.sweep_expired_cache_entries()
 
 
 @_task("memoryhub.end_idle_sessions", soft_time_limit=240, time_limit=300)

@@ -9,6 +9,7 @@ from memoryhub.actors import Actor
 from memoryhub.celery import app
 from memoryhub.embeddings import Embedder, default_embedder
 from memoryhub.services.access import access_buffer
+from memoryhub.services.ratelimit import invalid_key_counter
 from tests import factories
 
 
@@ -27,6 +28,12 @@ def _tasks_queue_in_memory():
 def _no_pending_memory_access():
     """Each test starts with no recall counts buffered by an earlier one (services/access.py)."""
     access_buffer.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_invalid_keys_counted():
+    """Each test starts with no invalid keys counted in this process (services/ratelimit.py)."""
+    invalid_key_counter.clear()
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Per-key request counters for the API rate limit (one row per key per window)."""
+"""Request counters for the API rate limit (one row per key owner or client IP per window)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ class RateLimitWindow(models.Model):
     """How many requests one bearer key made in one fixed window.
 
     Counted in PostgreSQL rather than a per-process cache, so the limit holds across every
-    web worker and the MCP server alike.
+    web worker and the MCP server alike (invalid keys are counted in each process first:
+    services/ratelimit.py). A sweep deletes past windows every few minutes.
     """
 
     bucket = models.CharField(max_length=64)
@@ -23,6 +24,10 @@ class RateLimitWindow(models.Model):
             models.UniqueConstraint(
                 fields=["bucket", "window_start"], name="rate_limit_window_unique"
             ),
+        ]
+        indexes: ClassVar[list[models.Index]] = [
+            # The sweep deletes past windows oldest first (services/ratelimit.py).
+            models.Index(fields=["window_start"], name="rate_limit_window_start_idx"),
         ]
 
     def __str__(self) -> str:

@@ -35,7 +35,7 @@ from tests.pg_clusters import PostgresCluster, free_port, temporary_cluster
 REPO = Path(__file__).resolve().parents[2]
 WEB_WORKERS = 2
 # The outer environment's own database, broker, LLM and MemoryHub settings stay out.
-OUTER_PREFIXES = ("DATABASE_", "CELERY_", "ANTHROPIC_", "MEMORYHUB_", "DJANGO_")
+OUTER_PREFIXES = ("DATABASE_", "CELERY_", "CACHE_", "ANTHROPIC_", "MEMORYHUB_", "DJANGO_")
 
 
 _MEASUREMENTS: list[str] = []

@@ -7,12 +7,22 @@ import os
 import secrets
 import subprocess
 import sys
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.db import connection
+from django.test import override_settings
 
-from memoryhub.settings import database_settings, env_bool, env_int
+from memoryhub.settings import (
+    PER_PROCESS_CACHE,
+    cache_settings,
+    database_settings,
+    env_bool,
+    env_int,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,3 +149,40 @@ def test_runstack_production_refuses_debug_and_the_folder_broker():
     assert result.returncode != 0
     assert "DEBUG must be off" in result.stderr
     assert "CELERY_BROKER_URL must name a Redis or RabbitMQ broker" in result.stderr
+
+
+def test_cache_url_names_redis_the_database_or_this_process():
+    redis_cache = cache_settings("redis://127.0.0.1:6379/3", debug=False)
+    assert redis_cache["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert redis_cache["LOCATION"] == "redis://127.0.0.1:6379/3"
+    database_cache = cache_settings("db://", debug=True)
+    assert database_cache["BACKEND"] == "django.core.cache.backends.db.DatabaseCache"
+    assert database_cache["LOCATION"] == "memoryhub_cache"
+    assert cache_settings("locmem://", debug=False)["BACKEND"] == PER_PROCESS_CACHE
+    with pytest.raises(ImproperlyConfigured, match="CACHE_URL"):
+        cache_settings("memcached://127.0.0.1:11211", debug=False)
+
+
+def test_without_cache_url_production_shares_the_database_cache_and_development_its_memory():
+    assert cache_settings(None, debug=False) == cache_settings("db://", debug=False)
+    assert cache_settings(None, debug=True)["BACKEND"] == PER_PROCESS_CACHE
+
+
+def test_migrate_creates_the_database_caches_table_as_createcachetable_would(db):
+    assert "memoryhub_cache" in connection.introspection.table_names()
+    out = StringIO()
+    with override_settings(CACHES={"default": cache_settings("db://", debug=False)}):
+        call_command("createcachetable", dry_run=True, verbosity=2, stdout=out)
+    assert out.getvalue() == "Cache table 'memoryhub_cache' already exists.\n"
+
+
+def test_runstack_production_refuses_a_per_process_cache_with_several_workers():
+    env = _production_env(CACHE_URL="locmem://", WEB_CONCURRENCY="2", DEBUG="true")
+    result = _manage("runstack", "--production", env=env)
+    assert result.returncode != 0
+    assert "CACHE_URL must name a cache all 2 web workers share" in result.stderr
+    # One worker has nothing to share with; DEBUG on still stops this one.
+    env = _production_env(CACHE_URL="locmem://", WEB_CONCURRENCY="1", DEBUG="true")
+    result = _manage("runstack", "--production", env=env)
+    assert "DEBUG must be off" in result.stderr
+    assert "CACHE_URL" not in result.stderr

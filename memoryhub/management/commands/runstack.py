@@ -71,6 +71,14 @@ class Command(BaseCommand):
             problems.append("DEBUG must be off (DEBUG=false)")
         if not (settings.CELERY_BROKER_URL or "").startswith(("redis://", "rediss://", "amqp://")):
             problems.append("CELERY_BROKER_URL must name a Redis or RabbitMQ broker")
+        if settings.WEB_CONCURRENCY > 1 and settings.CACHES["default"]["BACKEND"] == (
+            settings.PER_PROCESS_CACHE
+        ):
+            # Each worker would keep its own failed-login budget and its own used TOTP codes.
+            problems.append(
+                f"CACHE_URL must name a cache all {settings.WEB_CONCURRENCY} web workers share "
+                "(redis:// or db://), not locmem://, or set WEB_CONCURRENCY=1"
+            )
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
 
