@@ -19,6 +19,7 @@ from dashboard.forms import (
     PersonalKeyForm,
     RetentionForm,
 )
+from dashboard.key_usage import key_usage
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest
 from memoryhub.models import Agent, ApiKey, Mode
@@ -37,6 +38,9 @@ from memoryhub.services.preferences import (
 
 from .rendering import list_url
 from .scoping import actor_of, mode_or_404
+
+# Where a key just made waits, in the person's own session, for the page that shows it once.
+NEW_KEY_SESSION = "new_personal_key"
 
 
 @require_safe
@@ -141,18 +145,31 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def keys(request: AuthedRequest) -> HttpResponse:
-    """Personal access keys for the user's own MCP clients; a new key is shown once."""
+    """Personal access keys for the user's own assistants; a new key is shown once."""
     form = PersonalKeyForm(request.POST or None, user=request.user)
-    new_key = None
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST":
+        if not form.is_valid():
+            return _keys_page(request, form, new_key=None, status=422)
         issued = create_personal_key(
             user=request.user, name=form.cleaned_data["name"], mode=form.cleaned_data["mode"]
         )
-        new_key = issued.raw_key
+        # Post, redirect, get: reloading the page must not make a second key. The key waits in
+        # the session for the one page that shows it.
+        request.session[NEW_KEY_SESSION] = issued.raw_key
         messages.success(request, "Key created. Copy it now: it is shown only once.")
-        form = PersonalKeyForm(user=request.user)
-    status = 422 if request.method == "POST" and new_key is None else 200
-    context = {"form": form, "keys": list_personal_keys(user=request.user), "new_key": new_key}
+        return redirect("dashboard:keys")
+    return _keys_page(request, form, new_key=request.session.pop(NEW_KEY_SESSION, None))
+
+
+def _keys_page(
+    request: AuthedRequest, form: PersonalKeyForm, *, new_key: str | None, status: int = 200
+) -> HttpResponse:
+    context = {
+        "form": form,
+        "keys": list_personal_keys(user=request.user),
+        "new_key": new_key,
+        "usage": key_usage(site_url=request.build_absolute_uri("/"), key=new_key),
+    }
     response = render(request, "dashboard/keys.html", context, status=status)
     response["Cache-Control"] = "no-store"  # The page may hold a new key in clear.
     return response

@@ -27,6 +27,8 @@ from memoryhub.services.ratelimit import check_rate_limit, count_invalid_key
 from memoryhub.services.users import ensure_mode
 
 DEFAULT_MODE = "personal"
+# What a personal key may write for `user` to mean its own owner (so may leave it out).
+OWN_USER = "me"
 # last_used_at is informative only: one write per key per minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -123,7 +125,7 @@ def _find_user(workspace_id: int, user_ref: str) -> User:
 
 def scope_for_key(
     api_key: ApiKey,
-    user_ref: str,
+    user_ref: str | None,
     mode_slug: str = DEFAULT_MODE,
     *,
     channel: Channel = Channel.API,
@@ -137,8 +139,8 @@ def scope_for_key(
     """
     user_ref = _check_text(user_ref or "", "user")
     mode_slug = _check_text(mode_slug or DEFAULT_MODE, "mode")
-    if not user_ref:
-        raise InvalidInputError("user is required")
+    if not user_ref and api_key.agent is not None:
+        raise InvalidInputError("user is required: an agent key names the user it acts for")
     if api_key.agent is not None:
         user = _find_user(api_key.agent.workspace_id, user_ref)
         if AgentBlock.objects.filter(user=user, agent=api_key.agent).exists():
@@ -154,7 +156,9 @@ def scope_for_key(
         owner = api_key.user
         if owner is None:  # Impossible by a DB constraint: a key has an agent or a user.
             raise NotAuthenticatedError("this key belongs to nobody")
-        user = _find_user(owner.workspace_id, user_ref)
+        # A personal key acts for its owner unless told otherwise: no `user`, or `me`.
+        is_owner = user_ref in ("", OWN_USER) or user_ref == str(owner.pk)
+        user = owner if is_owner else _find_user(owner.workspace_id, user_ref)
         # A personal key only ever acts for its own user; anyone else simply does not exist.
         if user.pk != owner.pk:
             raise NotFoundError("user not found")
@@ -170,7 +174,9 @@ def scope_for_key(
     )
 
 
-def resolve_scope(request: HttpRequest, user_ref: str, mode_slug: str = DEFAULT_MODE) -> Scope:
+def resolve_scope(
+    request: HttpRequest, user_ref: str | None, mode_slug: str = DEFAULT_MODE
+) -> Scope:
     """The scope of an authenticated API request (see `scope_for_key`)."""
     api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
     if not isinstance(api_key, ApiKey):

@@ -41,7 +41,14 @@ When = Annotated[datetime, AfterValidator(_aware_datetime)]
 UserRef = Annotated[
     str,
     AfterValidator(_clean_text),
-    Field(min_length=1, max_length=200, description="The user's UUID or external_id."),
+    Field(
+        min_length=1,
+        max_length=200,
+        description=(
+            "The user's UUID or external_id. A personal key may leave it out or write `me`: "
+            "it acts for its own user. An agent key must name the user."
+        ),
+    ),
 ]
 ModeSlug = Annotated[
     str,
@@ -73,7 +80,7 @@ ERRORS: dict[frozenset[int], type[ErrorOut]] = {ERROR_STATUSES: ErrorOut}
 
 
 class ScopeIn(Schema):
-    user: UserRef
+    user: UserRef | None = None
     mode: ModeSlug = "personal"
 
 

@@ -84,7 +84,7 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
 
 @router.get("/users/{external_id}", response={200: UserOut, **ERRORS})
 def get_user(request: HttpRequest, external_id: str) -> UserOut:
-    """One end user, by external_id (or hub UUID)."""
+    """One end user, by external_id or hub UUID; `me` is a personal key's own user."""
     scope = resolve_scope(request, external_id)
     record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import json
+
 import pytest
 from django.test import Client
 
@@ -84,7 +87,8 @@ def test_an_agent_of_another_workspace_is_not_found(signed_in, user):
 
 
 def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(signed_in, user, work):
-    response = signed_in.post("/dashboard/keys/", {"name": "desktop", "mode": work.pk})
+    response = signed_in.post("/dashboard/keys/", {"name": "desktop", "mode": work.pk}, follow=True)
+    assert response.redirect_chain == [("/dashboard/keys/", 302)]
     body = response.content.decode()
     raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
     assert raw_key.startswith("mh_")
@@ -92,6 +96,35 @@ def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(signed_in,
     assert found.user == user and found.mode == work
     assert raw_key not in signed_in.get("/dashboard/keys/").content.decode()
     assert "no-store" in response["Cache-Control"]
+
+
+def test_reloading_the_keys_page_makes_no_second_key(signed_in, user):
+    signed_in.post("/dashboard/keys/", {"name": "desktop"}, follow=True)
+    signed_in.get("/dashboard/keys/")
+    signed_in.get("/dashboard/keys/")
+    assert ApiKey.objects.filter(user=user).count() == 1
+
+
+def test_the_keys_page_says_how_to_use_a_new_key(signed_in):
+    body = signed_in.post("/dashboard/keys/", {"name": "desktop"}, follow=True).content.decode()
+    raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
+    page = html.unescape(body)
+    assert "http://testserver/api/v1" in page and 'href="http://testserver/api/v1/docs"' in page
+    assert f"curl -H 'Authorization: Bearer {raw_key}' http://testserver/api/v1/users/me" in page
+    http_config = page.split('id="usage-mcp-http" class="snippet" rows="10" readonly>')[1]
+    http_config = json.loads(http_config.split("</textarea>")[0])
+    assert http_config["mcpServers"]["memoryhub"] == {
+        "type": "http",
+        "url": "http://testserver/mcp",
+        "headers": {"Authorization": f"Bearer {raw_key}"},
+    }
+    stdio_config = page.split('id="usage-mcp-stdio" class="snippet" rows="10" readonly>')[1]
+    stdio = json.loads(stdio_config.split("</textarea>")[0])["mcpServers"]["memoryhub"]
+    assert stdio["args"][-3:] == ["mcp_server", "--key", raw_key]
+    assert stdio["args"][0].endswith("manage.py")
+    # Once shown, the key is gone from the page; the box keeps a placeholder.
+    later = html.unescape(signed_in.get("/dashboard/keys/").content.decode())
+    assert raw_key not in later and "Bearer mh_your_key" in later
 
 
 def test_a_key_cannot_be_bound_to_another_users_mode(signed_in, other_user):
@@ -102,7 +135,7 @@ def test_a_key_cannot_be_bound_to_another_users_mode(signed_in, other_user):
 
 
 def test_revoking_a_key_stops_it(signed_in):
-    body = signed_in.post("/dashboard/keys/", {"name": "desktop"}).content.decode()
+    body = signed_in.post("/dashboard/keys/", {"name": "desktop"}, follow=True).content.decode()
     raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
     key = find_active_key(raw_key)
     signed_in.post(f"/dashboard/keys/{key.pk}/revoke/")
