@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import graph, views
+from . import graph, links, views
 
 app_name = "admin_tools"
 
@@ -12,4 +12,6 @@ urlpatterns = [
     path("audit/export.csv", views.audit_export, name="audit_export"),
     path("graph/", graph.graph_list, name="graph_list"),
     path("graph/<slug:slug>/", graph.graph_detail, name="graph_detail"),
+    path("links/", links.link_list, name="link_list"),
+    path("links/<int:link_id>/undo/", links.link_undo, name="link_undo"),
 ]
