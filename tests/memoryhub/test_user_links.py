@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
+from django.apps import apps
 from django.contrib.auth.models import Group
 
 from accounts.roles import REVIEWERS_GROUP
@@ -18,8 +21,9 @@ from memoryhub.errors import (
     NotFoundError,
     NotUserCreatorError,
 )
-from memoryhub.models import ApiKey, AuditEntry, Memory, User, UserLink
+from memoryhub.models import ActorType, ApiKey, AuditEntry, Channel, Memory, User, UserLink
 from memoryhub.services.agents import create_personal_key
+from memoryhub.services.audit import record_access
 from memoryhub.services.user_links import (
     issue_user_link,
     link_user,
@@ -249,3 +253,23 @@ def test_another_workspaces_admin_cannot_undo_a_link_but_a_superuser_can(
     User.objects.filter(pk=elsewhere.pk).update(is_superuser=True)
     elsewhere.refresh_from_db()
     assert undo_user_link(link_id=link.pk, admin=elsewhere, actor=Actor.system("admin")).undone_at
+
+
+def test_the_migration_names_each_users_creator_from_its_audit_row(workspace, agent):
+    created = create_user(workspace=workspace, external_id="u-9")
+    record_access(
+        actor=Actor(ActorType.AGENT, str(agent.pk), Channel.API, label=agent.name),
+        subject_user_id=created.pk,
+        action="user.create",
+    )
+    create_user(workspace=workspace, external_id="u-10")  # No audit row names its creator.
+    by_key = create_user(workspace=workspace, external_id="u-11")
+    record_access(
+        actor=Actor(ActorType.AGENT, "personal-key:7", Channel.API),
+        subject_user_id=by_key.pk,
+        action="user.create",
+    )
+    migration = importlib.import_module("memoryhub.migrations.0021_user_link_proof")
+    migration.record_creating_agents(apps, None)
+    creators = dict(User.objects.values_list("external_id", "created_by_agent"))
+    assert (creators["u-9"], creators["u-10"], creators["u-11"]) == (agent.pk, None, None)
