@@ -170,8 +170,8 @@ def _check(link: UserLink, user: User, account: User) -> None:
         # The account would be erased: refuse rather than lose its memory, keys or roles.
         raise ConflictError(
             "your account already holds memory, keys or a role of its own, and one login "
-            "holds one user's memory: sign out, sign up with another email, then open the "
-            "link again"
+            "holds one user's memory: sign up with another address of yours, and ask the "
+            "agent for a link for that address"
         )
 
 
