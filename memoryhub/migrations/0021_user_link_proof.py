@@ -1,5 +1,6 @@
 # Issue 26: only the agent that created a user links it, to a person who proves their email.
 
+import itertools
 import uuid
 
 import django.db.models.deletion
@@ -7,33 +8,42 @@ from django.db import migrations, models
 
 from memoryhub.services.audit import subject_pseudonym
 
+BATCH = 1000
+
 
 def record_creating_agents(apps, schema_editor):
     """Name the creating agent of each agent-created user, from its "user.create" audit row.
 
     A user whose row is not found keeps no creator: no agent can link it then, and the user
-    stays reachable by its agents as before (an admin can still give it a login).
+    stays reachable by its agents as before. Users go by the thousand: one audit query each.
     """
     User = apps.get_model("memoryhub", "User")
     Agent = apps.get_model("memoryhub", "Agent")
     AuditEntry = apps.get_model("memoryhub", "AuditEntry")
     users = User.objects.filter(external_id__isnull=False, created_by_agent__isnull=True)
-    for user in users.only("pk", "workspace_id").iterator():
-        creator_id = (
+    pending = users.values_list("pk", "workspace_id").iterator(chunk_size=BATCH)
+    while batch := list(itertools.islice(pending, BATCH)):
+        by_subject = {subject_pseudonym(pk): (pk, workspace_id) for pk, workspace_id in batch}
+        rows = (
             AuditEntry.objects.filter(
-                subject=subject_pseudonym(user.pk), action="user.create", actor_type="agent"
+                subject__in=by_subject, action="user.create", actor_type="agent"
             )
-            .order_by("id")
-            .values_list("actor_id", flat=True)
-            .first()
+            .order_by("-id")  # The first row of a subject wins: it is written last below.
+            .values_list("subject", "actor_id")
         )
-        try:
-            agent_id = uuid.UUID(creator_id or "")
-        except ValueError:
-            continue  # A personal key's row ("personal-key:…"), or none.
-        agent = Agent.objects.filter(pk=agent_id, workspace_id=user.workspace_id).first()
-        if agent is not None:
-            User.objects.filter(pk=user.pk).update(created_by_agent=agent)
+        creators = {}
+        for subject, actor_id in rows:
+            try:
+                creators[subject] = uuid.UUID(actor_id)
+            except ValueError:
+                continue  # A personal key's row ("personal-key:…").
+        agents = dict(
+            Agent.objects.filter(pk__in=creators.values()).values_list("pk", "workspace_id")
+        )
+        for subject, agent_id in creators.items():
+            user_id, workspace_id = by_subject[subject]
+            if agents.get(agent_id) == workspace_id:
+                User.objects.filter(pk=user_id).update(created_by_agent_id=agent_id)
 
 
 def drop_unbound_links(apps, schema_editor):
