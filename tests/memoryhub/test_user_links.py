@@ -269,7 +269,13 @@ def test_the_migration_names_each_users_creator_from_its_audit_row(workspace, ag
         subject_user_id=by_key.pk,
         action="user.create",
     )
+    foreign = create_user(workspace=factories.make_workspace(), external_id="u-12")
+    record_access(  # A row naming an agent of another workspace: never believed.
+        actor=Actor(ActorType.AGENT, str(agent.pk), Channel.API),
+        subject_user_id=foreign.pk,
+        action="user.create",
+    )
     migration = importlib.import_module("memoryhub.migrations.0021_user_link_proof")
     migration.record_creating_agents(apps, None)
     creators = dict(User.objects.values_list("external_id", "created_by_agent"))
-    assert (creators["u-9"], creators["u-10"], creators["u-11"]) == (agent.pk, None, None)
+    assert [creators[f"u-{n}"] for n in (9, 10, 11, 12)] == [agent.pk, None, None, None]
