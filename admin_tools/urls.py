@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import graph, roles, views
+from . import graph, links, roles, views
 
 app_name = "admin_tools"
 
@@ -13,4 +13,6 @@ urlpatterns = [
     path("roles/", roles.roles, name="roles"),
     path("graph/", graph.graph_list, name="graph_list"),
     path("graph/<slug:slug>/", graph.graph_detail, name="graph_detail"),
+    path("links/", links.link_list, name="link_list"),
+    path("links/<int:link_id>/undo/", links.link_undo, name="link_undo"),
 ]

@@ -130,7 +130,8 @@ class UserAdmin(AuditedAdmin[User]):
     list_filter = ("workspace", "is_staff")
     search_fields = ("email", "external_id")
     exclude = ("password",)
-    fixed_fields = ("workspace",)
+    # The creating agent is the one that may issue the user's link (services/user_links.py).
+    fixed_fields = ("workspace", "created_by_agent")
 
     def subject_of(self, obj: User) -> UUID | None:
         return obj.pk

@@ -159,13 +159,15 @@ class MemoryHubClient:
         result: dict[str, Any] = self.request("POST", "/users", body=body)
         return result
 
-    def create_user_link(self, external_id: str) -> UserLink:
-        """A one-time link to hand the person: opened while signed in, their login gets this user.
+    def create_user_link(self, external_id: str, *, email: str) -> UserLink:
+        """A one-time link to hand the person: opened while signed in to an account that
+        confirmed `email` (the person's address), their login gets this user.
 
         It works once, for 24 hours; a new link replaces the unused one. ApiError 409 if the
-        user already has a login.
+        user already has a login, 403 if another agent created the user.
         """
-        data = self.request("POST", f"/users/{urllib.parse.quote(external_id, safe='')}/link")
+        path = f"/users/{urllib.parse.quote(external_id, safe='')}/link"
+        data = self.request("POST", path, body={"email": email})
         return UserLink(url=data["url"], expires_at=datetime.fromisoformat(data["expires_at"]))
 
     # Memories

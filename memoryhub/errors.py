@@ -97,3 +97,24 @@ class KeyDestroyedError(DecryptionError):
     """The user's data key was destroyed (crypto-shredded): nothing of theirs can be read."""
 
     code = "key_destroyed"
+
+
+# --- One-time user links (issue 26) --------------------------------------------------------
+
+
+class NotUserCreatorError(PermissionDeniedError):
+    """An agent asking for a link to a user another agent (or a sign-up) created."""
+
+    code = "not_user_creator"
+
+
+class EmailMismatchError(PermissionDeniedError):
+    """A link opened by an account without the email address the link was issued for."""
+
+    code = "email_mismatch"
+
+
+class EmailNotVerifiedError(PermissionDeniedError):
+    """A link opened by an account that has the link's address but has not confirmed it."""
+
+    code = "email_not_verified"

@@ -93,6 +93,8 @@ ACTION_WORDS: dict[str, str] = {
     "user.read": "read your user record",
     "user.link_issue": "made a link to connect your login to this user",
     "user.link": "connected your login to this user",
+    "user.link_undo": "undid the link of a login to this user: the login left it",
+    "admin.user_links": "listed the logins linked to agents' users",
     "audit.view": "read the audit log about you",
     "audit.export": "exported the audit log about you",
 }

@@ -25,10 +25,14 @@ def user_link(request: AuthedRequest, token: str) -> HttpResponse:
         if request.method == "POST":
             user = link_user(token=token, account=request.user, client_ip=client_ip(request))
             login(request, user, backend=BACKEND)
-            messages.success(request, "Done: you now sign in to this memory with your login.")
+            messages.success(
+                request,
+                "Done: you now sign in to this memory with your login. We sent a note of it to "
+                "your email address.",
+            )
             return redirect("dashboard:memory_list")
         preview = preview_user_link(token=token, account=request.user)
     except MemoryHubError as error:
-        context = {"error": str(error), "status": error.status}
+        context = {"error": str(error), "code": error.code, "status": error.status}
         return render(request, "dashboard/link.html", context, status=error.status)
     return render(request, "dashboard/link.html", {"preview": preview, "token": token})

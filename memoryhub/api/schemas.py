@@ -113,6 +113,15 @@ class UserOut(Schema):
     modes: list[str]
 
 
+class UserLinkIn(Schema):
+    email: Annotated[NonBlankText, Field(max_length=254)] = Field(
+        description=(
+            "The person's email address, as your service knows it. Only an account that "
+            "confirmed this address can use the link; it never becomes the login unproven."
+        )
+    )
+
+
 class UserLinkOut(Schema):
     url: str = Field(description="Hand this to the person; it works once, while signed in.")
     expires_at: datetime

@@ -16,7 +16,7 @@ from memoryhub.services.user_links import has_login, issue_user_link
 from memoryhub.services.users import create_user
 
 from .auth import actor_for_key, resolve_scope
-from .schemas import ERRORS, UserIn, UserLinkOut, UserOut
+from .schemas import ERRORS, UserIn, UserLinkIn, UserLinkOut, UserOut
 
 router = Router(tags=["users"])
 
@@ -76,7 +76,10 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
     actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
     # No email, no password: nobody can sign in as this user until a person follows a link.
     user = create_user(
-        workspace=workspace, external_id=external_id, display_name=payload.display_name.strip()
+        workspace=workspace,
+        external_id=external_id,
+        display_name=payload.display_name.strip(),
+        created_by_agent=api_key.agent,
     )
     record_access(actor=actor, subject_user_id=user.pk, action="user.create")
     return Status(201, user_out(user))
@@ -92,16 +95,22 @@ def get_user(request: HttpRequest, external_id: str) -> UserOut:
 
 
 @router.post("/users/{external_id}/link", response={201: UserLinkOut, **ERRORS})
-def create_user_link(request: HttpRequest, external_id: str) -> Status[UserLinkOut]:
-    """A one-time link for the person: opened while signed in, their login reaches this user.
+def create_user_link(
+    request: HttpRequest, external_id: str, payload: UserLinkIn
+) -> Status[UserLinkOut]:
+    """A one-time link for the person: opened while signed in to an account that confirmed
+    `email`, their login reaches this user.
 
-    It works once, for 24 hours; a newer link replaces it. 409 if the user has a login already.
+    It works once, for 24 hours; a newer link replaces it. 409 if the user has a login already,
+    403 `not_user_creator` to any agent but the one that created the user.
     """
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
     if api_key.agent is None:
         raise PermissionDeniedError("only agent keys can link users")
     scope = resolve_scope(request, external_id)
-    issued = issue_user_link(user=scope.user, agent=api_key.agent, actor=scope.actor)
+    issued = issue_user_link(
+        user=scope.user, agent=api_key.agent, email=payload.email, actor=scope.actor
+    )
     path = reverse("dashboard:user_link", kwargs={"token": issued.token})
     return Status(
         201, UserLinkOut(url=request.build_absolute_uri(path), expires_at=issued.expires_at)

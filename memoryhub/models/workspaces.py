@@ -84,6 +84,11 @@ class User(AbstractUser):
     # NULL, not "": many users without an external id must pass the unique constraint.
     external_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     display_name = models.CharField(max_length=200, blank=True)
+    # The agent that created the user through the API (NULL for sign-ups): the one agent that
+    # may hand out a link to the user's memory (services/user_links.py).
+    created_by_agent = models.ForeignKey(
+        "Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     is_memory_paused = models.BooleanField(default=False)
     retention_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Auto-delete memories older than this; empty: keep."

@@ -2,11 +2,18 @@
 
 Agents never set a login identity: an agent-created user has no email and no password. To
 reach that user's memory from the dashboard, a person opens the agent's link while signed in
-and confirms. Then the login moves, not the memory: the person's email addresses, password
+and confirms. Only the agent that created the user may issue the link, and it binds the link
+to the person's email address: only an account that confirmed that address (allauth's
+verified `EmailAddress`, proven by a mail the agent never sees) may use it. So another agent
+of the workspace, or the agent with a throwaway account, cannot take the user over.
+
+Then the login moves, not the memory: the person's email addresses, password
 and authenticators go to the agent-created user, whose memories, modes, sessions and settings
 stay as they are, in the agent's workspace. The account the person signed in with is erased,
 and it may hold nothing that would be lost with it (see `holds_something`): no memory, no
-conversation, no key, no role. So nothing moves across workspaces, and nothing is merged.
+conversation, no key, no role. So nothing moves across workspaces, and nothing is merged. The
+person is told by email, and an admin of the workspace can undo a wrong link
+(`undo_user_link`): the login leaves again for an empty account of its own.
 """
 
 from __future__ import annotations
@@ -18,15 +25,28 @@ from datetime import datetime, timedelta
 
 from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import router, transaction
 from django.db.models.deletion import Collector, ProtectedError, RestrictedError
 from django.utils import timezone
 
 from memoryhub.actors import Actor
-from memoryhub.errors import ConflictError, GoneError, NotFoundError
-from memoryhub.models import Agent, User, UserLink
+from memoryhub.errors import (
+    ConflictError,
+    EmailMismatchError,
+    EmailNotVerifiedError,
+    GoneError,
+    InvalidInputError,
+    NotFoundError,
+    NotUserCreatorError,
+)
+from memoryhub.models import Agent, ApiKey, User, UserLink
+from memoryhub.notices import send_notice_on_commit
+from memoryhub.services.agents import get_or_create_workspace
 from memoryhub.services.audit import record_access
 from memoryhub.services.forget import delete_account
+from memoryhub.services.users import create_user
 
 LINK_LIFETIME = timedelta(hours=24)
 # What an account may hold and still be given up for a link: its login (moved to the linked
@@ -74,17 +94,34 @@ def has_login(user: User) -> bool:
     return bool(user.email) or user.has_usable_password()
 
 
-def issue_user_link(*, user: User, agent: Agent, actor: Actor) -> IssuedLink:
-    """Issue a one-time link for an agent-created user; an unused earlier link stops working.
+def _normalized_email(email: str) -> str:
+    email = email.strip()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise InvalidInputError("email must be the person's email address") from None
+    return email
+
+
+def issue_user_link(*, user: User, agent: Agent, email: str, actor: Actor) -> IssuedLink:
+    """Issue a one-time link for an agent-created user, usable only by an account that
+    confirmed `email`; an unused earlier link stops working.
 
     Raises NotFoundError for a user of another workspace, ConflictError if the user already
-    has a login (a person manages that user from the dashboard already).
+    has a login (a person manages that user from the dashboard already), NotUserCreatorError
+    if another agent created the user, InvalidInputError for a malformed email.
     """
     # Security invariant: an agent links users of its own workspace only.
     if user.workspace_id != agent.workspace_id:
         raise NotFoundError("user not found")
     if has_login(user):
         raise ConflictError("this user already has a login: a person signs in as them already")
+    # Security invariant: only the agent that created the user hands out its link; other
+    # agents of the workspace talk to the user, and must not be able to take it over.
+    if user.created_by_agent_id != agent.pk:
+        raise NotUserCreatorError("only the agent that created this user may issue its link")
+    # Never looked up: the answer is the same whether anyone on the hub uses the address.
+    email = _normalized_email(email)
     token = secrets.token_urlsafe(32)
     now = timezone.now()
     with transaction.atomic():
@@ -94,6 +131,7 @@ def issue_user_link(*, user: User, agent: Agent, actor: Actor) -> IssuedLink:
             user=user,
             agent=agent,
             token_digest=_digest(token),
+            email=email,
             created_at=now,
             expires_at=now + LINK_LIFETIME,
         )
@@ -129,12 +167,29 @@ def _check(link: UserLink, user: User, account: User) -> None:
         raise GoneError("the agent that made this link was disabled")
     if has_login(user):
         raise ConflictError("this user already has a login: ask the agent for a new link")
+    _check_email(link, account)
     if account.is_staff or account.is_superuser or holds_something(account):
         # The account would be erased: refuse rather than lose its memory, keys or roles.
         raise ConflictError(
             "your account already holds memory, keys or a role of its own, and one login "
-            "holds one user's memory: sign out, sign up with another email, then open the "
-            "link again"
+            "holds one user's memory: sign up with another address of yours, and ask the "
+            "agent for a link for that address"
+        )
+
+
+def _check_email(link: UserLink, account: User) -> None:
+    # Security invariant: the person proves the link is theirs with an address they confirmed
+    # (a mail the agent never sees). The link's address is never shown to whoever opens it.
+    addresses = EmailAddress.objects.filter(user=account, email__iexact=link.email)
+    if not link.email or not addresses.exists():
+        raise EmailMismatchError(
+            "this link is for another email address: sign in with the address you gave the "
+            "agent (sign up with it if you have no account yet), then open the link again"
+        )
+    if not addresses.filter(verified=True).exists():
+        raise EmailNotVerifiedError(
+            "confirm your email address first (follow the link in the mail we sent you, or "
+            "send it again from your email settings), then open this link again"
         )
 
 
@@ -188,5 +243,64 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
             actor=Actor.for_user(user.pk, client_ip=client_ip),
             subject_user_id=user.pk,
             action="user.link",
+            object_ids=[link.pk],
+        )
+        send_notice_on_commit(
+            to=link.email,
+            subject="Your login now reaches an agent's memory of you",
+            template="email/user_linked.txt",
+            context={
+                "agent_name": link.agent.name,
+                "workspace_name": user.workspace.name,
+                "used_at": link.used_at,
+            },
         )
     return user
+
+
+def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
+    """Undo a used link: its login leaves the user for a new, empty account of its own.
+
+    The user keeps its memories, modes and sessions, and has no login again (its agent may
+    issue a new link); the person's personal keys made meanwhile are revoked, and every
+    session signed in as the user ends. Raises NotFoundError (no used link by that id in the
+    admin's workspace), GoneError (undone already) and ConflictError (the user has no login).
+    """
+    with transaction.atomic():
+        links = UserLink.objects.used().visible_to_admin(admin).select_related("agent")
+        link = links.select_for_update(of=("self",)).filter(pk=link_id).first()
+        if link is None:
+            raise NotFoundError("link not found")
+        if link.undone_at is not None:
+            raise GoneError("this link was undone already")
+        user = User.objects.select_for_update().select_related("workspace").get(pk=link.user_id)
+        if not user.email:
+            raise ConflictError("this user has no login any more: there is nothing to undo")
+        email, password = user.email, user.password
+        # The address is unique: the user lets go of it before the new account takes it. A
+        # new password hash also ends every session signed in as the user (Django checks it).
+        user.email = None
+        user.set_unusable_password()
+        user.save(update_fields=["email", "password"])
+        # Where a sign-up lands (accounts/adapter.py): the login becomes an account like new.
+        account = create_user(
+            workspace=get_or_create_workspace(slug="default", name="Default workspace"),
+            email=email,
+        )
+        account.password = password
+        account.save(update_fields=["password"])
+        EmailAddress.objects.filter(user=user).update(user=account)
+        Authenticator.objects.filter(user=user).update(user=account)
+        ApiKey.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        link.undone_at = timezone.now()
+        link.save(update_fields=["undone_at"])
+        record_access(
+            actor=actor, subject_user_id=user.pk, action="user.link_undo", object_ids=[link.pk]
+        )
+        send_notice_on_commit(
+            to=email,
+            subject="An admin undid the link of your login to an agent's memory",
+            template="email/user_link_undone.txt",
+            context={"agent_name": link.agent.name, "workspace_name": user.workspace.name},
+        )
+    return link

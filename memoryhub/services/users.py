@@ -7,7 +7,7 @@ from django.utils.text import slugify
 
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
-from memoryhub.models import DEFAULT_MODES, Mode, User, Workspace
+from memoryhub.models import DEFAULT_MODES, Agent, Mode, User, Workspace
 
 
 def create_user(
@@ -17,8 +17,13 @@ def create_user(
     password: str | None = None,
     external_id: str | None = None,
     display_name: str = "",
+    created_by_agent: Agent | None = None,
 ) -> User:
-    """Create a user with a data key and the default modes; raise ConflictError if taken."""
+    """Create a user with a data key and the default modes; raise ConflictError if taken.
+
+    `created_by_agent` is the agent creating the user through the API: the one that may later
+    hand the person a link to it (services/user_links.py).
+    """
     email = email.strip().lower() if email else None
     if not email and not external_id:
         raise InvalidInputError("a user needs an email or an external id")
@@ -30,6 +35,7 @@ def create_user(
                 workspace=workspace,
                 external_id=external_id or None,
                 display_name=display_name,
+                created_by_agent=created_by_agent,
             )
             if password is None:
                 user.set_unusable_password()

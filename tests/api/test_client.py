@@ -76,10 +76,10 @@ def test_remember_with_an_idempotency_key_returns_the_first_write_on_a_retry(hub
 
 def test_create_user_link_returns_a_one_time_dashboard_link(hub, live_server):
     hub.create_user("u-1")
-    link = hub.create_user_link("u-1")
+    link = hub.create_user_link("u-1", email="dana@example.com")
     assert link.url.startswith(f"{live_server.url}/dashboard/link/")
     assert timedelta(hours=23) < link.expires_at - timezone.now() <= timedelta(hours=24)
-    assert hub.create_user_link("u-1").url != link.url
+    assert hub.create_user_link("u-1", email="dana@example.com").url != link.url
     with pytest.raises(ApiError) as unknown:
-        hub.create_user_link("nobody")
+        hub.create_user_link("nobody", email="dana@example.com")
     assert (unknown.value.status, unknown.value.code) == (404, "not_found")

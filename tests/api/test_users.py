@@ -13,6 +13,8 @@ from memoryhub.services.preferences import block_agent
 from memoryhub.services.user_links import LINK_LIFETIME
 from tests import factories
 
+LINK = {"email": "dana@example.com"}
+
 
 def test_creating_a_user_returns_201_then_200_with_the_same_user(api, workspace):
     created = api.post("/users", {"external_id": "u-42", "display_name": "Dana"})
@@ -81,7 +83,7 @@ def test_user_creation_rejects_bad_input(api, user, caller):
 
 def test_a_link_is_issued_for_an_agent_created_user_and_stored_hashed(api, agent):
     api.post("/users", {"external_id": "u-1"})
-    response = api.post("/users/u-1/link")
+    response = api.post("/users/u-1/link", LINK)
     assert response.status_code == 201
     url = response.json()["url"]
     token = url.rstrip("/").rsplit("/", 1)[1]
@@ -89,14 +91,15 @@ def test_a_link_is_issued_for_an_agent_created_user_and_stored_hashed(api, agent
     link = UserLink.objects.get()
     assert token not in link.token_digest and len(token) >= 40
     assert link.agent == agent and link.user.external_id == "u-1"
+    assert link.email == "dana@example.com"
     assert link.expires_at - link.created_at == LINK_LIFETIME
     assert AuditEntry.objects.filter(action="user.link_issue").count() == 1
 
 
 def test_a_new_link_replaces_the_unused_one(api):
     api.post("/users", {"external_id": "u-1"})
-    first = api.post("/users/u-1/link").json()["url"]
-    second = api.post("/users/u-1/link").json()["url"]
+    first = api.post("/users/u-1/link", LINK).json()["url"]
+    second = api.post("/users/u-1/link", LINK).json()["url"]
     assert first != second
     assert UserLink.objects.count() == 1
 
@@ -104,14 +107,14 @@ def test_a_new_link_replaces_the_unused_one(api):
 def test_a_link_is_refused_for_users_with_a_login_other_workspaces_and_personal_keys(
     api, user, caller
 ):
-    has_login = api.post("/users/alice/link")
+    has_login = api.post("/users/alice/link", LINK)
     assert (has_login.status_code, has_login.json()["code"]) == (409, "conflict")
     assert "already has a login" in has_login.json()["detail"]
     elsewhere = factories.make_workspace()
     factories.make_user(workspace=elsewhere, external_id="carol", password=None)
-    assert api.post("/users/carol/link").status_code == 404
+    assert api.post("/users/carol/link", LINK).status_code == 404
     personal_key = create_personal_key(user=user, name="cli").raw_key
-    assert caller(personal_key).post("/users/alice/link").status_code == 403
+    assert caller(personal_key).post("/users/alice/link", LINK).status_code == 403
     assert not UserLink.objects.exists()
 
 
@@ -119,16 +122,38 @@ def test_a_blocked_agent_gets_no_link(api, agent, workspace):
     api.post("/users", {"external_id": "u-1"})
     user = User.objects.get(external_id="u-1")
     block_agent(user=user, agent=agent, actor=Actor.for_user(user.pk))
-    response = api.post("/users/u-1/link")
+    response = api.post("/users/u-1/link", LINK)
     assert (response.status_code, response.json()["code"]) == (403, "agent_blocked")
     assert not UserLink.objects.exists()
 
 
 def test_a_link_expires_after_its_lifetime(api, client, time_machine):
     api.post("/users", {"external_id": "u-1"})
-    url = api.post("/users/u-1/link").json()["url"]
+    url = api.post("/users/u-1/link", LINK).json()["url"]
     time_machine.move_to(timezone.now() + LINK_LIFETIME + timedelta(seconds=1))
     client.force_login(factories.make_user(password="correct horse battery staple"))
     response = client.get(url.removeprefix("http://testserver"))
     assert response.status_code == 410
     assert "expired" in response.content.decode()
+
+
+def test_a_user_records_the_agent_that_created_it(api, agent):
+    api.post("/users", {"external_id": "u-1"})
+    assert User.objects.get(external_id="u-1").created_by_agent == agent
+
+
+def test_only_the_agent_that_created_the_user_gets_a_link(api, caller, workspace):
+    api.post("/users", {"external_id": "u-1"})
+    other_key = factories.make_agent(workspace, "scheduler")[1]
+    response = caller(other_key).post("/users/u-1/link", LINK)
+    assert (response.status_code, response.json()["code"]) == (403, "not_user_creator")
+    assert "only the agent that created this user" in response.json()["detail"]
+    assert not UserLink.objects.exists()
+
+
+def test_a_link_needs_the_persons_email(api):
+    api.post("/users", {"external_id": "u-1"})
+    for body in ({}, {"email": ""}, {"email": "not-an-email"}, {"email": "x" * 250 + "@a.io"}):
+        response = api.post("/users/u-1/link", body)
+        assert (response.status_code, response.json()["code"]) == (422, "invalid_input")
+    assert not UserLink.objects.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memoryhub.models import Agent
+from memoryhub.services.users import create_user
 from tests import factories
 from tests.admin_forms import change_form_data
 
@@ -36,3 +37,13 @@ def test_the_admin_refuses_a_negative_memory_setting(superuser_client, workspace
     assert response.status_code == 200
     assert "recall_top_k" in response.context["adminform"].form.errors
     assert Agent.objects.get(pk=agent.pk).recall_top_k == 3
+
+
+def test_the_admin_cannot_change_which_agent_created_a_user(superuser_client, workspace):
+    # That agent alone may issue the user's link (memoryhub/services/user_links.py).
+    agent, _ = factories.make_agent(workspace, "concierge")
+    user = create_user(workspace=workspace, external_id="u-1", created_by_agent=agent)
+    page = superuser_client.get(f"/admin/memoryhub/user/{user.pk}/change/")
+    assert page.status_code == 200
+    assert "created_by_agent" not in page.context["adminform"].form.fields  # Read-only.
+    assert "concierge" in page.content.decode()

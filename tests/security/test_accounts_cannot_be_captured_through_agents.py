@@ -29,6 +29,7 @@ from .conftest import Http
 
 PASSWORD = "a long and unusual passphrase"
 SECRET = "Works at Acme on the Zephyr project"
+LINK = {"email": "dana@example.com"}
 
 
 class Browser:
@@ -99,8 +100,8 @@ def _agent_user_with_a_memory(world, external_id: str = "u-1") -> User:
     return User.objects.get(workspace=world.workspace, external_id=external_id)
 
 
-def _link(world, external_id: str = "u-1") -> str:
-    response = world.agent_http.post(f"/users/{external_id}/link")
+def _link(world, external_id: str = "u-1", email: str = "dana@example.com") -> str:
+    response = world.agent_http.post(f"/users/{external_id}/link", {"email": email})
     assert response.status_code == 201, response.text
     return _path(response.json()["url"])
 
@@ -205,9 +206,37 @@ def test_a_person_links_their_login_and_then_signs_in_to_the_agents_user(world, 
     assert world.agent_http.get("/users/u-1").json()["has_login"] is True
     assert world.agent_http.get("/profile", user="u-1").json()["facts"][0]["content"] == SECRET
     assert AuditEntry.objects.filter(action="user.link").count() == 1
+    notice = sent_mail()[-1]
+    assert notice.to == ["dana@example.com"] and "assistant" in notice.body
     again = browsers()
     again.log_in("dana@example.com")
     assert SECRET in again.get("/dashboard/").text
+
+
+def test_another_agent_of_the_workspace_gets_no_link(world):
+    _agent_user_with_a_memory(world)
+    refused = world.other_agent_http.post("/users/u-1/link", LINK)
+    assert (refused.status_code, refused.json()["code"]) == (403, "not_user_creator")
+    assert not UserLink.objects.exists()
+
+
+def test_a_throwaway_account_cannot_use_a_link_for_the_persons_address(world, browsers):
+    agent_user = _agent_user_with_a_memory(world)
+    link = _link(world)
+    mallory = browsers()
+    mallory.sign_up("throwaway@example.com")  # Confirmed, but not the person's address.
+    for response in (mallory.get(link), mallory.post(link, {})):
+        assert response.status_code == 403
+        assert "another email address" in response.text
+        assert "dana@example.com" not in response.text
+    assert SECRET not in mallory.get("/dashboard/").text
+    agent_user.refresh_from_db()
+    assert agent_user.email is None
+    assert UserLink.objects.get().used_at is None
+    person = browsers()  # The link still works for the person it was made for.
+    person.sign_up("dana@example.com")
+    assert person.post(link, {}).status_code == 302
+    assert SECRET in person.get("/dashboard/").text
 
 
 def test_a_used_link_works_for_nobody_else(world, browsers):
@@ -225,7 +254,7 @@ def test_a_used_link_works_for_nobody_else(world, browsers):
     agent_user.refresh_from_db()
     assert agent_user.email == "dana@example.com"
     assert SECRET not in second.get("/dashboard/").text
-    assert world.agent_http.post("/users/u-1/link").status_code == 409  # It has a login now.
+    assert world.agent_http.post("/users/u-1/link", LINK).status_code == 409  # It has a login now.
 
 
 def test_an_expired_link_links_nothing(world, browsers, time_machine):
@@ -243,10 +272,10 @@ def test_an_expired_link_links_nothing(world, browsers, time_machine):
 
 def test_a_link_is_for_the_agents_own_workspace_and_a_forged_one_opens_nothing(world, browsers):
     agent_user = _agent_user_with_a_memory(world)
-    assert world.stranger_http.post("/users/u-1/link").status_code == 404
+    assert world.stranger_http.post("/users/u-1/link", LINK).status_code == 404
     # The stranger's own "u-1" is another user: its link reaches that user, never this one.
     assert world.stranger_http.post("/users", {"external_id": "u-1"}).status_code == 201
-    strangers_link = _path(world.stranger_http.post("/users/u-1/link").json()["url"])
+    strangers_link = _path(world.stranger_http.post("/users/u-1/link", LINK).json()["url"])
     real_link = _link(world)
     person = browsers()
     person.sign_up("dana@example.com")
@@ -264,9 +293,9 @@ def test_a_link_is_for_the_agents_own_workspace_and_a_forged_one_opens_nothing(w
 def test_a_blocked_or_personal_key_gets_no_link(world):
     agent_user = _agent_user_with_a_memory(world)
     block_agent(user=agent_user, agent=world.agent, actor=Actor.for_user(agent_user.pk))
-    blocked = world.agent_http.post("/users/u-1/link")
+    blocked = world.agent_http.post("/users/u-1/link", LINK)
     assert (blocked.status_code, blocked.json()["code"]) == (403, "agent_blocked")
-    assert world.alice_http.post("/users/alice/link").status_code == 403
+    assert world.alice_http.post("/users/alice/link", LINK).status_code == 403
     assert not UserLink.objects.exists()
 
 

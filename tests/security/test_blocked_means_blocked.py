@@ -23,7 +23,11 @@ def _requests_for_alice(ids):
     return {
         ("POST", "/users"): ("/users", {}, {"external_id": "alice"}),
         ("GET", "/users/{external_id}"): ("/users/alice", {}, None),
-        ("POST", "/users/{external_id}/link"): ("/users/alice/link", {}, {}),
+        ("POST", "/users/{external_id}/link"): (
+            "/users/alice/link",
+            {},
+            {"email": "a@example.com"},
+        ),
         ("POST", "/memories"): ("/memories", {}, {**alice, "kind": "fact", "content": "x"}),
         ("GET", "/memories"): ("/memories", alice, None),
         ("POST", "/memories/batch"): (
