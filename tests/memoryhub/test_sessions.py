@@ -6,6 +6,7 @@ import contextlib
 import signal
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import numpy as np
@@ -44,6 +45,7 @@ from memoryhub.services.sessions import (
     start_session,
 )
 from tests import factories
+from tests.concurrency import held_open, run_into
 
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")
 
@@ -159,6 +161,30 @@ def test_an_incognito_session_writes_no_memory_and_keeps_no_messages(user, perso
     assert Message.objects.filter(session=session).count() == 0
     assert ended.working_memory_ciphertext is None
     assert Memory.objects.for_owner(user=user, mode=None).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_working_memory_write_racing_the_end_of_an_incognito_session_leaves_nothing(
+    user, personal
+):
+    session = start_session(user=user, mode=personal, actor=AGENT, is_incognito=True)
+    put_working_memory(session=session, data={"step": 1}, actor=AGENT)
+    # The writer loaded the session while it was open, as the API does before the write.
+    as_loaded = Session.objects.select_related("user", "mode").get(pk=session.pk)
+    with (
+        ThreadPoolExecutor(max_workers=1) as pool,
+        held_open(lambda: end_session(session=session, actor=AGENT)) as commit_end,
+    ):
+        write = run_into(
+            lambda: put_working_memory(session=as_loaded, data={"step": 2}, actor=AGENT), pool
+        )
+        commit_end()
+        with pytest.raises(ConflictError, match="ended"):
+            write.result(timeout=30)
+    ended = Session.objects.get(pk=session.pk)
+    assert ended.ended_at is not None
+    assert ended.working_memory_ciphertext is None
+    assert ended.working_memory_expires_at is None
 
 
 def test_ending_a_session_queues_its_extraction_after_commit(
