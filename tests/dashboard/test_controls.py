@@ -83,7 +83,8 @@ def test_an_agent_of_another_workspace_is_not_found(signed_in, user):
     assert "stranger-bot" not in signed_in.get("/dashboard/agents/").content.decode()
 
 
-def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(signed_in, user, work):
+def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(reauthenticated, user, work):
+    signed_in = reauthenticated
     response = signed_in.post("/dashboard/keys/", {"name": "desktop", "mode": work.pk})
     body = response.content.decode()
     raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
@@ -94,14 +95,16 @@ def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(signed_in,
     assert response["Cache-Control"] == "no-store"
 
 
-def test_a_key_cannot_be_bound_to_another_users_mode(signed_in, other_user):
+def test_a_key_cannot_be_bound_to_another_users_mode(reauthenticated, other_user):
+    signed_in = reauthenticated
     theirs = other_user.modes.get(slug="work")
     response = signed_in.post("/dashboard/keys/", {"name": "sneaky", "mode": theirs.pk})
     assert response.status_code == 422
     assert not ApiKey.objects.filter(name="sneaky").exists()
 
 
-def test_revoking_a_key_stops_it(signed_in):
+def test_revoking_a_key_stops_it(reauthenticated):
+    signed_in = reauthenticated
     body = signed_in.post("/dashboard/keys/", {"name": "desktop"}).content.decode()
     raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
     key = find_active_key(raw_key)
