@@ -6,14 +6,14 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, connection
-from django.db.migrations.executor import MigrationExecutor
+from django.db import IntegrityError
 from django.utils import timezone
 
 from memoryhub.models import JournalEntry
 from memoryhub.services.journal import add_journal_entry
 from tests import factories
 from tests.concurrency import held_open, run_into
+from tests.migrating import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,18 +48,11 @@ def test_two_concurrent_writers_of_one_key_leave_one_entry(workspace, user, pers
     assert list(JournalEntry.objects.values_list("pk", flat=True)) == [first_entry.pk]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_the_unique_index_applies_over_duplicates_and_keeps_them_resolved(workspace, user):
     agent, _ = factories.make_agent(workspace)
     mode = user.modes.get(slug="personal")
     now = timezone.now()
-    old = _migrate(BEFORE_INDEX)
+    old = migrate(BEFORE_INDEX)
     try:
         entries = old.get_model("memoryhub", "JournalEntry").objects
 
@@ -80,7 +73,7 @@ def test_the_unique_index_applies_over_duplicates_and_keeps_them_resolved(worksp
         other_key = entry("b" * 64, 25)
         without_key = [entry("", 5), entry("", 5)]
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()
 
     resolved_at = dict(JournalEntry.objects.values_list("pk", "resolved_at"))
     assert len(resolved_at) == 7  # nothing deleted

@@ -46,6 +46,7 @@ from memoryhub.services.sessions import (
 )
 from tests import factories
 from tests.concurrency import held_open, run_into
+from tests.migrating import migrate, migrate_to_latest
 
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")
 
@@ -185,6 +186,39 @@ def test_a_working_memory_write_racing_the_end_of_an_incognito_session_leaves_no
     assert ended.ended_at is not None
     assert ended.working_memory_ciphertext is None
     assert ended.working_memory_expires_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_constraint_applies_after_deleting_working_memory_left_in_ended_incognito_sessions(
+    user, personal
+):
+    now = timezone.now()
+    old = migrate([("memoryhub", "0021_journal_unresolved_key")])
+    try:
+        sessions = old.get_model("memoryhub", "Session").objects
+
+        def session(*, is_incognito, ended_at):
+            return sessions.create(
+                user_id=user.pk,
+                mode_id=personal.pk,
+                is_incognito=is_incognito,
+                ended_at=ended_at,
+                working_memory_ciphertext=b"stand-in",
+                working_memory_updated_at=now,
+                working_memory_expires_at=now + timedelta(days=1),
+            )
+
+        left_behind = session(is_incognito=True, ended_at=now)
+        kept = [
+            session(is_incognito=True, ended_at=None),
+            session(is_incognito=False, ended_at=now),
+        ]
+    finally:
+        migrate_to_latest()
+    cleared = Session.objects.get(pk=left_behind.pk)
+    assert (cleared.working_memory_ciphertext, cleared.working_memory_expires_at) == (None, None)
+    for row in kept:
+        assert bytes(Session.objects.get(pk=row.pk).working_memory_ciphertext) == b"stand-in"
 
 
 def test_ending_a_session_queues_its_extraction_after_commit(
