@@ -1,4 +1,5 @@
-"""Account adapter: new sign-ups join the default workspace and get the default modes.
+"""Account adapter: new sign-ups join the default workspace and get the default modes; a new
+password revokes the user's personal keys.
 
 A sign-up never claims an agent-created user, whatever its email: agents set no login
 identity. A person reaches such a user by opening the agent's one-time link while signed in
@@ -14,11 +15,13 @@ from typing import Any
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
+from django.db import transaction
 from django.http import HttpRequest
 
+from memoryhub.actors import Actor
 from memoryhub.keyring import open_secret, seal_secret
 from memoryhub.models import DEFAULT_MODES, Mode
-from memoryhub.services.agents import get_or_create_workspace
+from memoryhub.services.agents import get_or_create_workspace, revoke_personal_keys
 
 MFA_SEAL_PURPOSE = "mfa"
 # Where allauth keeps what it passes through encrypt(): the TOTP secret, the recovery seed.
@@ -39,6 +42,15 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
                     user=saved, slug=slug, defaults={"name": slug.capitalize()}
                 )
         return saved
+
+    def set_password(self, user: Any, password: str) -> None:
+        """A new password (changed, reset or set) also revokes every personal key of the user.
+
+        allauth sets every password through here, so no flow can skip the revocation.
+        """
+        with transaction.atomic():
+            super().set_password(user, password)
+            revoke_personal_keys(user=user, actor=Actor.for_user(user.pk))
 
 
 class MFAAdapter(DefaultMFAAdapter):  # type: ignore[misc]  # allauth is untyped.

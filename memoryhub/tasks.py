@@ -142,7 +142,8 @@ def apply_retention() -> dict[str, int]:
     return retention.apply_retention(embedder=default_embedder()).counts
 
 
-@_task("memoryhub.consolidate_memories", soft_time_limit=3500, time_limit=3600)
+# Below the broker's visibility timeout (an hour by default; memoryhub/celery.py checks it).
+@_task("memoryhub.consolidate_memories", soft_time_limit=3200, time_limit=3300)
 def consolidate_memories() -> int:
     """Build themes from settled episodes and merge duplicate facts; return themes written."""
     return consolidate.consolidate_all(embedder=default_embedder()).themes

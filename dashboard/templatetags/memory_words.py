@@ -55,6 +55,7 @@ ACTION_WORDS: dict[str, str] = {
     "account.delete": "deleted the account",
     "agent.block": "blocked an agent",
     "agent.unblock": "unblocked an agent",
+    "api_key.revoke_all": "revoked your personal keys (your password changed)",
     "settings.retention": "changed retention",
     "access.refused": "tried to reach your memory (you blocked this agent)",
     "access_log.view": "read this access log",

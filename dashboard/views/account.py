@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from allauth.account.decorators import reauthentication_required
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
@@ -144,6 +145,9 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+# Minting a key asks for the password again, however long ago the user signed in: a key
+# outlives the session, so a borrowed or stolen session must not be able to make one.
+@reauthentication_required(allow_get=True)  # type: ignore[untyped-decorator]  # allauth is untyped.
 def keys(request: AuthedRequest) -> HttpResponse:
     """Personal access keys for the user's own assistants; a new key is shown once."""
     form = PersonalKeyForm(request.POST or None, user=request.user)

@@ -421,7 +421,12 @@ def _mark_negative(
 def propose_knowledge_candidate(
     *, user: User, mode: Mode, statement: str, actor: Actor, embedder: Embedder
 ) -> LearningCandidate:
-    """Queue an agent's statement about the workspace's domain for review (scrubbed first)."""
+    """Queue an agent's statement about the workspace's domain for review (scrubbed first).
+
+    Raises InvalidInputError, ContentTooLargeError, MemoryPausedError and MemoryOffError: the
+    statement comes from a conversation with the user, so their pause and memory off hold.
+    """
+    check_writable(user, actor, mode)
     statement = check_content(statement, field="statement")
     draft = _draft(user=user, question=None, answer=statement, comment=None, embedder=embedder)
     with transaction.atomic():

@@ -34,6 +34,15 @@ class JournalEntry(models.Model):
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["agent", "user", "mode", "-created_at"], name="journal_scope_idx"),
         ]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            # One unresolved entry per key: two agents' requests racing past the service's
+            # check cannot both insert (services/journal.py returns the winner's entry).
+            models.UniqueConstraint(
+                fields=["agent", "user", "mode", "key_hash"],
+                condition=models.Q(resolved_at__isnull=True) & ~models.Q(key_hash=""),
+                name="journal_unresolved_key",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.entry_type} {self.id}"

@@ -81,6 +81,16 @@ class Session(models.Model):
                 name="session_working_memory_idx",
             ),
         ]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            # An ended incognito session keeps nothing: no write, however late, leaves working
+            # memory in one (services/sessions.py also locks the row, to refuse it with a 409).
+            models.CheckConstraint(
+                condition=models.Q(is_incognito=False)
+                | models.Q(ended_at__isnull=True)
+                | models.Q(working_memory_ciphertext__isnull=True),
+                name="ended_incognito_session_keeps_no_working_memory",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"session {self.id}"

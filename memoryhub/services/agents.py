@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub.actors import Actor
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import Agent, ApiKey, Mode, User, Workspace
+from memoryhub.services.audit import record_access
 
 KEY_PREFIX = "mh_"
 
@@ -80,6 +82,29 @@ def revoke_key(*, api_key: ApiKey) -> ApiKey:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
     return api_key
+
+
+def revoke_personal_keys(*, user: User, actor: Actor) -> list[ApiKey]:
+    """Revoke every active personal key of the user, audited; return the keys revoked.
+
+    A new password calls it (accounts/adapter.py): whoever knew the old one may have minted
+    keys with it, and those must not outlive it.
+    """
+    with transaction.atomic():
+        active = list(ApiKey.objects.select_for_update().filter(user=user, revoked_at__isnull=True))
+        if not active:
+            return []
+        now = timezone.now()
+        ApiKey.objects.filter(pk__in=[key.pk for key in active]).update(revoked_at=now)
+        for key in active:
+            key.revoked_at = now
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action="api_key.revoke_all",
+            object_ids=[key.pk for key in active],
+        )
+    return active
 
 
 def key_owner(api_key: ApiKey) -> str:

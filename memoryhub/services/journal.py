@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID, uuid4
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -41,40 +41,37 @@ def add_journal_entry(
     # Security invariant: the key is matched by its keyed hash; it is stored only encrypted.
     key_hash = cipher.journal_key_hash(key) if key else ""
     with transaction.atomic():
-        if key:
-            existing = (
-                JournalEntry.objects.select_for_update()
-                .filter(
-                    agent=agent, user=user, mode=mode, key_hash=key_hash, resolved_at__isnull=True
-                )
-                .order_by("-created_at")
-                .first()
-            )
-            if existing is not None:
-                record_access(
-                    actor=actor,
-                    subject_user_id=user.pk,
-                    action="journal.read",
-                    object_ids=[existing.pk],
-                    mode=mode.slug,
-                )
-                return existing, False
+        existing = _unresolved_with_key(agent=agent, user=user, mode=mode, key_hash=key_hash)
+        if existing is not None:
+            return _reused(existing, mode=mode, actor=actor), False
         entry_id = uuid4()
-        # Security invariant: the summary is about the user, so it is encrypted with their key.
-        entry = JournalEntry.objects.create(
-            id=entry_id,
-            agent=agent,
-            user=user,
-            mode=mode,
-            entry_type=entry_type,
-            summary_ciphertext=cipher.encrypt(
-                summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
-            ),
-            key_hash=key_hash,
-            key_ciphertext=cipher.encrypt(key, table=JOURNAL_TABLE, row_id=entry_id, field="key")
-            if key
-            else None,
-        )
+        try:
+            # A savepoint: the transaction goes on after a concurrent writer won the race.
+            with transaction.atomic():
+                # Security invariant: the summary is about the user; their key encrypts it.
+                entry = JournalEntry.objects.create(
+                    id=entry_id,
+                    agent=agent,
+                    user=user,
+                    mode=mode,
+                    entry_type=entry_type,
+                    summary_ciphertext=cipher.encrypt(
+                        summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
+                    ),
+                    key_hash=key_hash,
+                    key_ciphertext=cipher.encrypt(
+                        key, table=JOURNAL_TABLE, row_id=entry_id, field="key"
+                    )
+                    if key
+                    else None,
+                )
+        except IntegrityError:
+            # Both writers passed the check above; the unique index (journal_unresolved_key)
+            # let the other's insert through, and it has committed by now: return its entry.
+            existing = _unresolved_with_key(agent=agent, user=user, mode=mode, key_hash=key_hash)
+            if existing is None:
+                raise
+            return _reused(existing, mode=mode, actor=actor), False
         record_access(
             actor=actor,
             subject_user_id=user.pk,
@@ -83,6 +80,29 @@ def add_journal_entry(
             mode=mode.slug,
         )
     return entry, True
+
+
+def _unresolved_with_key(
+    *, agent: Agent, user: User, mode: Mode, key_hash: str
+) -> JournalEntry | None:
+    if not key_hash:
+        return None
+    return (
+        JournalEntry.objects.select_for_update()
+        .filter(agent=agent, user=user, mode=mode, key_hash=key_hash, resolved_at__isnull=True)
+        .first()
+    )
+
+
+def _reused(entry: JournalEntry, *, mode: Mode, actor: Actor) -> JournalEntry:
+    record_access(
+        actor=actor,
+        subject_user_id=entry.user_id,
+        action="journal.read",
+        object_ids=[entry.pk],
+        mode=mode.slug,
+    )
+    return entry
 
 
 def resolve_journal_entry(

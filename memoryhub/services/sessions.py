@@ -267,6 +267,11 @@ def put_working_memory(*, session: Session, data: dict[str, Any], actor: Actor) 
     cipher = cipher_for(session.user)
     now = timezone.now()
     with transaction.atomic():
+        # The session row is locked and checked again: a write racing end_session would
+        # otherwise land after an incognito session's working memory was deleted, and stay.
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        if not locked.is_open:
+            raise ConflictError("the session has ended")
         session.working_memory_ciphertext = cipher.encrypt(
             serialised, table=SESSION_TABLE, row_id=session.pk, field=WORKING_MEMORY_FIELD
         )

@@ -6,12 +6,22 @@ import pytest
 
 from tests import factories
 
+PASSWORD = "correct horse battery staple"  # tests/factories.py's
+
 
 @pytest.fixture
 def signed_in(client, user):
     """A test client signed in as `user` (alice)."""
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def reauthenticated(signed_in):
+    """`signed_in`, having just entered the password again (allauth's reauthentication)."""
+    response = signed_in.post("/accounts/reauthenticate/", {"password": PASSWORD})
+    assert response.status_code == 302
+    return signed_in
 
 
 @pytest.fixture

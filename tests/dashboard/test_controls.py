@@ -86,7 +86,8 @@ def test_an_agent_of_another_workspace_is_not_found(signed_in, user):
     assert "stranger-bot" not in signed_in.get("/dashboard/agents/").content.decode()
 
 
-def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(signed_in, user, work):
+def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(reauthenticated, user, work):
+    signed_in = reauthenticated
     response = signed_in.post("/dashboard/keys/", {"name": "desktop", "mode": work.pk}, follow=True)
     assert response.redirect_chain == [("/dashboard/keys/", 302)]
     body = response.content.decode()
@@ -98,14 +99,16 @@ def test_a_new_personal_key_is_shown_once_and_only_its_hash_is_stored(signed_in,
     assert "no-store" in response["Cache-Control"]
 
 
-def test_reloading_the_keys_page_makes_no_second_key(signed_in, user):
+def test_reloading_the_keys_page_makes_no_second_key(reauthenticated, user):
+    signed_in = reauthenticated
     signed_in.post("/dashboard/keys/", {"name": "desktop"}, follow=True)
     signed_in.get("/dashboard/keys/")
     signed_in.get("/dashboard/keys/")
     assert ApiKey.objects.filter(user=user).count() == 1
 
 
-def test_the_keys_page_says_how_to_use_a_new_key(signed_in):
+def test_the_keys_page_says_how_to_use_a_new_key(reauthenticated):
+    signed_in = reauthenticated
     body = signed_in.post("/dashboard/keys/", {"name": "desktop"}, follow=True).content.decode()
     raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
     page = html.unescape(body)
@@ -127,14 +130,16 @@ def test_the_keys_page_says_how_to_use_a_new_key(signed_in):
     assert raw_key not in later and "Bearer mh_your_key" in later
 
 
-def test_a_key_cannot_be_bound_to_another_users_mode(signed_in, other_user):
+def test_a_key_cannot_be_bound_to_another_users_mode(reauthenticated, other_user):
+    signed_in = reauthenticated
     theirs = other_user.modes.get(slug="work")
     response = signed_in.post("/dashboard/keys/", {"name": "sneaky", "mode": theirs.pk})
     assert response.status_code == 422
     assert not ApiKey.objects.filter(name="sneaky").exists()
 
 
-def test_revoking_a_key_stops_it(signed_in):
+def test_revoking_a_key_stops_it(reauthenticated):
+    signed_in = reauthenticated
     body = signed_in.post("/dashboard/keys/", {"name": "desktop"}, follow=True).content.decode()
     raw_key = body.split('id="new-key" class="secret" value="')[1].split('"')[0]
     key = find_active_key(raw_key)

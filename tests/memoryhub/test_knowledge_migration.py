@@ -5,26 +5,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from memoryhub.models import AnswerRecord, KnowledgeChunk, KnowledgeDocument, LearningCandidate
 from review.models import ReviewDecision
 from tests import factories
+from tests.migrating import migrate, migrate_to_latest
 
 # Main's migration state before the move, and the two migrations that make it.
 BEFORE = [("memoryhub", "0014_seal_mfa_secrets"), ("review", "0002_candidate_user_answers")]
-
-
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-def _leaves():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -32,7 +20,7 @@ def test_migrating_from_the_review_app_state_keeps_answers_candidates_and_docume
     workspace = factories.make_workspace()
     user = factories.make_user(workspace=workspace)
     mode = user.modes.get(slug="personal")
-    old = _migrate(BEFORE)
+    old = migrate(BEFORE)
     try:
         # Written through the review app's models as they were: the ciphertext is a stand-in,
         # the test reads ids and relations back, never text.
@@ -73,7 +61,7 @@ def test_migrating_from_the_review_app_state_keeps_answers_candidates_and_docume
             workspace_id=workspace.pk, candidate=candidate, outcome="approved"
         )
     finally:
-        _migrate(_leaves())
+        migrate_to_latest()
 
     moved = LearningCandidate.objects.select_related("answer", "document").get(pk=candidate.pk)
     assert moved.answer == AnswerRecord.objects.get(pk=answer.pk)

@@ -6,6 +6,7 @@ import contextlib
 import signal
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import numpy as np
@@ -44,6 +45,8 @@ from memoryhub.services.sessions import (
     start_session,
 )
 from tests import factories
+from tests.concurrency import held_open, run_into
+from tests.migrating import migrate, migrate_to_latest
 
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")
 
@@ -159,6 +162,63 @@ def test_an_incognito_session_writes_no_memory_and_keeps_no_messages(user, perso
     assert Message.objects.filter(session=session).count() == 0
     assert ended.working_memory_ciphertext is None
     assert Memory.objects.for_owner(user=user, mode=None).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_working_memory_write_racing_the_end_of_an_incognito_session_leaves_nothing(
+    user, personal
+):
+    session = start_session(user=user, mode=personal, actor=AGENT, is_incognito=True)
+    put_working_memory(session=session, data={"step": 1}, actor=AGENT)
+    # The writer loaded the session while it was open, as the API does before the write.
+    as_loaded = Session.objects.select_related("user", "mode").get(pk=session.pk)
+    with (
+        ThreadPoolExecutor(max_workers=1) as pool,
+        held_open(lambda: end_session(session=session, actor=AGENT)) as commit_end,
+    ):
+        write = run_into(
+            lambda: put_working_memory(session=as_loaded, data={"step": 2}, actor=AGENT), pool
+        )
+        commit_end()
+        with pytest.raises(ConflictError, match="ended"):
+            write.result(timeout=30)
+    ended = Session.objects.get(pk=session.pk)
+    assert ended.ended_at is not None
+    assert ended.working_memory_ciphertext is None
+    assert ended.working_memory_expires_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_constraint_applies_after_deleting_working_memory_left_in_ended_incognito_sessions(
+    user, personal
+):
+    now = timezone.now()
+    old = migrate([("memoryhub", "0024_journal_unresolved_key")])
+    try:
+        sessions = old.get_model("memoryhub", "Session").objects
+
+        def session(*, is_incognito, ended_at):
+            return sessions.create(
+                user_id=user.pk,
+                mode_id=personal.pk,
+                is_incognito=is_incognito,
+                ended_at=ended_at,
+                working_memory_ciphertext=b"stand-in",
+                working_memory_updated_at=now,
+                working_memory_expires_at=now + timedelta(days=1),
+            )
+
+        left_behind = session(is_incognito=True, ended_at=now)
+        kept = [
+            session(is_incognito=True, ended_at=None),
+            session(is_incognito=False, ended_at=now),
+        ]
+    finally:
+        migrate_to_latest()
+    cleared = Session.objects.get(pk=left_behind.pk)
+    assert (cleared.working_memory_ciphertext, cleared.working_memory_expires_at) == (None, None)
+    for row in kept:
+        assert bytes(Session.objects.get(pk=row.pk).working_memory_ciphertext) == b"stand-in"
 
 
 def test_ending_a_session_queues_its_extraction_after_commit(

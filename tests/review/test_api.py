@@ -6,7 +6,9 @@ import uuid
 
 import pytest
 
+from memoryhub.actors import Actor
 from memoryhub.models import AnswerRecord, LearningCandidate, Session
+from memoryhub.services.preferences import set_memory_paused, set_mode_memory_off
 from tests import factories
 from tests.api.conftest import Caller
 
@@ -160,3 +162,19 @@ def test_a_knowledge_proposal_for_another_workspaces_user_is_404(api):
     factories.make_user(workspace=factories.make_workspace(), external_id="dave")
     response = api.post("/knowledge/candidates", {"user": "dave", "statement": "Fact."})
     assert response.status_code == 404
+
+
+def test_no_knowledge_fact_is_proposed_for_a_user_who_paused_memory(api, user):
+    set_memory_paused(user=user, is_paused=True, actor=Actor.for_user(user.pk))
+    response = api.post("/knowledge/candidates", {"user": "alice", "statement": "Fact."})
+    assert (response.status_code, response.json()["code"]) == (409, "memory_paused")
+    assert not LearningCandidate.objects.exists()
+
+
+def test_no_knowledge_fact_is_proposed_in_a_mode_with_memory_off(api, user, work):
+    set_mode_memory_off(user=user, mode=work, is_off=True, actor=Actor.for_user(user.pk))
+    body = {"user": "alice", "mode": "work", "statement": "Fact."}
+    response = api.post("/knowledge/candidates", body)
+    assert (response.status_code, response.json()["code"]) == (409, "memory_off")
+    assert not LearningCandidate.objects.exists()
+    assert api.post("/knowledge/candidates", {**body, "mode": "personal"}).status_code == 201

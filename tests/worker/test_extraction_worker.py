@@ -100,6 +100,8 @@ def start_worker(tmp_path: Path, transactional_db) -> Iterator[Callable[[str, st
             [
                 sys.executable,
                 *("-m", "celery", "-A", "memoryhub", "worker", "--pool=solo"),
+                # Seconds, not an hour, to see a redelivery: below the tasks' time limits.
+                "--allow-short-visibility-timeout",
                 *("--without-gossip", "--without-mingle", "--without-heartbeat"),
                 *("--loglevel=INFO", f"--hostname={name}@%h"),
             ],
