@@ -66,12 +66,14 @@ def test_minting_a_key_without_a_recent_reauthentication_asks_for_the_password(c
 def test_after_reauthenticating_the_key_is_minted(client, user):
     client.force_login(user)
     client.post("/dashboard/keys/", {"name": "desktop"})
-    # The password again: allauth then replays the suspended request, which mints the key.
-    response = client.post(REAUTHENTICATE, {"password": PASSWORD})
+    # The password again: allauth then replays the suspended request, which mints the key
+    # and redirects to the page that shows it once.
+    response = client.post(REAUTHENTICATE, {"password": PASSWORD}, follow=True)
     assert response.status_code == 200
     raw_key = response.content.decode().split('id="new-key" class="secret" value="')[1]
     assert _reaches_the_api(raw_key.split('"')[0]) == 200
-    assert client.post("/dashboard/keys/", {"name": "laptop"}).status_code == 200
+    again = client.post("/dashboard/keys/", {"name": "laptop"})
+    assert (again.status_code, again["Location"]) == (302, "/dashboard/keys/")
     assert ApiKey.objects.filter(user=user).count() == 2
 
 
