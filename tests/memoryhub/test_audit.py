@@ -51,6 +51,15 @@ def test_listing_audits_the_ids_it_returned(user, personal, embedder, system_act
     assert set(entry.object_ids) == {str(a.id), str(b.id)}
 
 
+def test_an_audit_row_keeps_every_object_id_however_many(db, system_actor):
+    ids = [str(uuid.uuid4()) for _ in range(2500)]
+    entry = record_access(
+        actor=system_actor, subject_user_id=None, action="memory.list", object_ids=ids
+    )
+    assert AuditEntry.objects.get(pk=entry.pk).object_ids == ids
+    assert verify_chain().is_intact
+
+
 def test_audit_rows_cannot_be_updated_or_deleted_through_the_orm(db, system_actor):
     entry = record_access(actor=system_actor, subject_user_id=None, action="test")
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
