@@ -9,6 +9,7 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.forms import DeleteAccountForm
@@ -140,6 +141,7 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@sensitive_variables("new_key", "context")  # A new key, in clear.
 def keys(request: AuthedRequest) -> HttpResponse:
     """Personal access keys for the user's own MCP clients; a new key is shown once."""
     form = PersonalKeyForm(request.POST or None, user=request.user)
