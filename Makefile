@@ -30,7 +30,7 @@ run: setup ## Start the embedded database, migrate, load demo data, serve web + 
 	DEBUG=true $(BIN)/python manage.py runstack
 
 serve: setup ## The production process model locally (set DEBUG=false and the secrets first: README)
-	$(BIN)/python manage.py runstack --production
+	$(BIN)/python manage.py runstack --production $(SERVE_FLAGS)
 
 test: setup lint typecheck pytest ## Lint, type-check, check migrations and run the whole suite
 
