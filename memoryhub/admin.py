@@ -1,8 +1,9 @@
 """Django admin: configuration objects are editable; memory text and audit rows are not.
 
 Every view, list, save and delete through the admin writes an audit row on the "admin" channel,
-against the user it touches. What a user, agent, key or mode belongs to is fixed once created: moving a
-user to another workspace (or a key to another agent) would hand their memory to strangers.
+against the user it touches. What a user, agent, key or mode belongs to is fixed once created:
+moving a user to another workspace (or a key to another agent) would hand their memory to
+strangers.
 """
 
 from __future__ import annotations
