@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# DEBUG defaults to off (memoryhub/settings.py), for deployments; these developer commands run
+# with it on unless the environment says otherwise. `make serve` refuses it on.
+DEBUG ?= true
+export DEBUG
+
 .DEFAULT_GOAL := help
 .PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load browser-deps
 
@@ -22,10 +27,10 @@ setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exi
 	$(BIN)/python manage.py export_embedding_model
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
-	$(BIN)/python manage.py runstack
+	DEBUG=true $(BIN)/python manage.py runstack
 
 serve: setup ## The production process model locally (set DEBUG=false and the secrets first: README)
-	$(BIN)/python manage.py runstack --production
+	$(BIN)/python manage.py runstack --production $(SERVE_FLAGS)
 
 test: setup lint typecheck pytest ## Lint, type-check, check migrations and run the whole suite
 

@@ -17,6 +17,7 @@ from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from django.db import transaction
 from django.http import HttpRequest
+from django.views.decorators.debug import sensitive_variables
 
 from memoryhub.actors import Actor
 from memoryhub.keyring import open_secret, seal_secret
@@ -56,6 +57,7 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
 class MFAAdapter(DefaultMFAAdapter):  # type: ignore[misc]  # allauth is untyped.
     """TOTP secrets and recovery seeds are sealed under a master key, never stored in clear."""
 
+    @sensitive_variables("text")
     def encrypt(self, text: str) -> str:
         return seal_secret(text, purpose=MFA_SEAL_PURPOSE)
 
@@ -64,6 +66,7 @@ class MFAAdapter(DefaultMFAAdapter):  # type: ignore[misc]  # allauth is untyped
         return open_secret(encrypted_text, purpose=MFA_SEAL_PURPOSE)
 
 
+@sensitive_variables("data", "codes")
 def reseal_mfa_secrets() -> int:
     """Seal every stored MFA secret under the newest master key (plaintext ones too); count them.
 

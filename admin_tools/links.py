@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import require_staff
 from memoryhub.errors import GoneError
@@ -19,7 +19,7 @@ from memoryhub.services.user_links import undo_user_link
 PAGE_SIZE = 50
 
 
-@require_GET
+@require_safe
 @require_staff
 def link_list(request: AuthedRequest) -> HttpResponse:
     """The used links of the admin's workspace, newest first, each with an undo button."""

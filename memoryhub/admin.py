@@ -1,13 +1,14 @@
 """Django admin: configuration objects are editable; memory text and audit rows are not.
 
-Every save and delete through the admin writes an audit row on the "admin" channel, against
-the user it touches. What a user, agent, key or mode belongs to is fixed once created: moving a
-user to another workspace (or a key to another agent) would hand their memory to strangers.
+Every view, list, save and delete through the admin writes an audit row on the "admin" channel,
+against the user it touches. What a user, agent, key or mode belongs to is fixed once created:
+moving a user to another workspace (or a key to another agent) would hand their memory to
+strangers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
@@ -15,7 +16,7 @@ from django import forms
 from django.contrib import admin
 from django.db import models
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 
 from memoryhub.actors import Actor
 from memoryhub.errors import InvalidInputError
@@ -68,6 +69,44 @@ class AuditedAdmin(admin.ModelAdmin[AdminModel], Generic[AdminModel]):
             action=f"admin.{obj._meta.model_name}.{action}"[:40],
             object_ids=[obj.pk, *(f"field:{name}" for name in fields)],
         )
+
+    def _audit_reads(self, request: HttpRequest, objs: Iterable[AdminModel], verb: str) -> None:
+        # One row per user whose data was shown, on that user's chain, so their access log
+        # says an admin looked; each row commits on its own (one subject per transaction).
+        shown: dict[UUID | None, list[object]] = {}
+        for obj in objs:
+            shown.setdefault(self.subject_of(obj), []).append(obj.pk)
+        for subject, ids in shown.items():
+            record_access(
+                actor=_admin_actor(request),
+                subject_user_id=subject,
+                action=f"admin.{self.model._meta.model_name}.{verb}"[:40],
+                object_ids=ids,
+            )
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Audits showing an existing row (a GET); saves are audited in save_model."""
+        response = super().changeform_view(request, object_id, form_url, extra_context)
+        shown = (getattr(response, "context_data", None) or {}).get("original")
+        if request.method == "GET" and object_id is not None and shown is not None:
+            self._audit_reads(request, [shown], "view")
+        return response
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """Audits the page of rows a list shows (a GET), against each user they belong to."""
+        response = super().changelist_view(request, extra_context)
+        changelist = (getattr(response, "context_data", None) or {}).get("cl")
+        if request.method == "GET" and changelist is not None:
+            self._audit_reads(request, changelist.result_list, "list")
+        return response
 
     def save_model(self, request: HttpRequest, obj: AdminModel, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)

@@ -1,7 +1,9 @@
 """Envelope encryption: AES-256-GCM under per-user data keys wrapped by rotating master keys.
 
 This is the only module that imports `cryptography`. It knows nothing of Django models;
-`memoryhub/keyring.py` binds it to users and rows.
+`memoryhub/keyring.py` binds it to users and rows. Every function holding a key or plaintext is
+marked `sensitive_variables()`: Django's error reports (the 500 email, the log) show its frame's
+variables as stars.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from django.views.decorators.debug import sensitive_variables
 
 from memoryhub.errors import DecryptionError
 
@@ -53,6 +56,7 @@ class FieldBinding:
         ).encode()
 
 
+@sensitive_variables()
 def parse_master_keys(value: str) -> tuple[MasterKey, ...]:
     """Parse "id:base64,id:base64" (newest first); raise ValueError on any malformed entry."""
     keys: list[MasterKey] = []
@@ -76,6 +80,7 @@ def parse_master_keys(value: str) -> tuple[MasterKey, ...]:
     return tuple(keys)
 
 
+@sensitive_variables()
 def generate_master_key_entry(key_id: str) -> str:
     """Return a new "id:base64" master key entry for MEMORYHUB_MASTER_KEYS."""
     return f"{key_id}:{base64.b64encode(os.urandom(KEY_BYTES)).decode()}"
@@ -85,11 +90,13 @@ def generate_data_key() -> bytes:
     return AESGCM.generate_key(bit_length=256)
 
 
+@sensitive_variables()
 def _seal(key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
     nonce = os.urandom(NONCE_BYTES)
     return FORMAT_VERSION + nonce + AESGCM(key).encrypt(nonce, plaintext, associated_data)
 
 
+@sensitive_variables()
 def _open(key: bytes, blob: bytes, associated_data: bytes) -> bytes:
     if len(blob) < 1 + NONCE_BYTES + 16 or blob[:1] != FORMAT_VERSION:
         raise DecryptionError("ciphertext is truncated or of an unknown format")
@@ -103,11 +110,13 @@ def _open(key: bytes, blob: bytes, associated_data: bytes) -> bytes:
         ) from None
 
 
+@sensitive_variables()
 def wrap_data_key(data_key: bytes, *, master: MasterKey, user_id: UUID) -> bytes:
     """Encrypt a data key under a master key, bound to its user."""
     return _seal(master.secret, data_key, f"memoryhub:data-key:{user_id}".encode())
 
 
+@sensitive_variables()
 def unwrap_data_key(
     wrapped: bytes, *, master_keys: tuple[MasterKey, ...], key_id: str, user_id: UUID
 ) -> bytes:
@@ -118,14 +127,17 @@ def unwrap_data_key(
     raise DecryptionError(f"master key {key_id!r} is not configured (MEMORYHUB_MASTER_KEYS)")
 
 
+@sensitive_variables()
 def encrypt_text(plaintext: str, *, key: bytes, binding: FieldBinding) -> bytes:
     return _seal(key, plaintext.encode("utf-8"), binding.as_associated_data())
 
 
+@sensitive_variables()
 def decrypt_text(blob: bytes, *, key: bytes, binding: FieldBinding) -> str:
     return _open(key, bytes(blob), binding.as_associated_data()).decode("utf-8")
 
 
+@sensitive_variables()
 def derive_subkey(data_key: bytes, purpose: str) -> bytes:
     """Derive an independent key for one purpose (blind index, slot hashes) from a data key."""
     return HKDF(
@@ -139,10 +151,12 @@ def normalise_token(token: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+@sensitive_variables()
 def keyed_digest(key: bytes, value: str, *, length: int = 16) -> str:
     """A short keyed hash (HMAC-SHA256, hex) of a normalised value: a blind-index entry."""
     return hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()[:length]
 
 
+@sensitive_variables()
 def hmac_hex(key: bytes, message: bytes) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()

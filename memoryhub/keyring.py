@@ -21,6 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.views.decorators.debug import sensitive_variables
 
 from memoryhub import crypto
 from memoryhub.errors import DecryptionError, KeyDestroyedError
@@ -59,6 +60,7 @@ _WORKSPACE_NAMESPACE = UUID("6f1d4d2e-3c8a-5b7e-9a41-0c2f7e5d9b13")
 
 
 @cache
+@sensitive_variables()  # The whole MEMORYHUB_MASTER_KEYS value.
 def _master_keys(configured: str) -> tuple[crypto.MasterKey, ...]:
     return crypto.parse_master_keys(configured)
 
@@ -151,11 +153,13 @@ class UserCipher(_FieldCipher):
             return {}
         return json.loads(self.decrypt(blob, table=table, row_id=row_id, field=field))
 
+    @sensitive_variables("key")
     def blind_tokens(self, text: str) -> list[str]:
         """Keyed hashes of the text's distinct tokens: lexical search without plaintext."""
         key = crypto.derive_subkey(self.data_key, "blind-index")
         return sorted({crypto.keyed_digest(key, token) for token in tokenize(text)})
 
+    @sensitive_variables("key")
     def speaker_tokens(self, words: list[str]) -> list[str]:
         """Keyed hashes of speaker names, under a key of their own: they never match a word."""
         if not words:  # Most memories name no speaker: no key to derive.
@@ -173,6 +177,7 @@ class UserCipher(_FieldCipher):
             crypto.derive_subkey(self.data_key, "journal-key"), key, length=64
         )
 
+    @sensitive_variables("key")
     def slot_hash(self, slot: str) -> str:
         """A keyed hash of a contradiction slot name, so slots stay unreadable at rest."""
         key = crypto.derive_subkey(self.data_key, "slot")
@@ -193,6 +198,7 @@ class WorkspaceCipher(_FieldCipher):
     def _owner_label(self) -> str:
         return f"workspace_id={self.workspace_id}"
 
+    @sensitive_variables("key")
     def key_hash(self, value: str) -> str:
         """A keyed hash of a normalised value: equal for "Hôtel  Lumière" and "hotel lumiere"."""
         key = crypto.derive_subkey(self.data_key, "graph-key")
@@ -212,6 +218,7 @@ class _KeyStore:
     def rows(self, owner: Any) -> Any:
         return self.model.objects.filter(**{self.owner_field: owner})
 
+    @sensitive_variables()
     def unwrap(self, row: UserKey | WorkspaceKey) -> bytes:
         return crypto.unwrap_data_key(
             bytes(row.wrapped_key),
@@ -226,6 +233,7 @@ class _KeyStore:
             raise KeyDestroyedError(self.missing)
         return self.unwrap(row)
 
+    @sensitive_variables("data_key")
     def create(self, owner: Any) -> bytes:
         newest = master_keys()[0]
         data_key = crypto.generate_data_key()
@@ -256,6 +264,7 @@ class _KeyStore:
         deleted, _ = self.rows(owner).delete()
         return int(deleted) > 0
 
+    @sensitive_variables("data_key")
     def rewrap_all(self) -> int:
         newest = master_keys()[0]
         count = 0
@@ -308,6 +317,7 @@ def _refuse_fresh_key_for_old_data(user_id: UUID) -> None:
         raise KeyDestroyedError("this user's data key is missing although their data exists")
 
 
+@sensitive_variables("data_key")
 def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
     """The user's cipher; creates the data key on first use unless `create` is False.
 
@@ -321,6 +331,7 @@ def cipher_for(user: User | UUID, *, create: bool = True) -> UserCipher:
     return UserCipher(user_id=user_id, data_key=data_key)
 
 
+@sensitive_variables("data_key")
 def workspace_cipher(workspace: Workspace | int, *, create: bool = True) -> WorkspaceCipher:
     """The workspace's cipher; creates its data key on first use unless `create` is False.
 
@@ -341,6 +352,7 @@ def destroy_workspace_key(workspace: Workspace | int) -> bool:
     return _WORKSPACE_KEYS.destroy(workspace.pk if isinstance(workspace, Workspace) else workspace)
 
 
+@sensitive_variables()
 def _secret_key(master: crypto.MasterKey, purpose: str) -> bytes:
     return crypto.derive_subkey(master.secret, f"sealed-secret:{purpose}")
 
@@ -355,6 +367,7 @@ def is_sealed_secret(value: str) -> bool:
     return value.startswith(f"{SEALED_VALUE_PREFIX}:")
 
 
+@sensitive_variables()
 def seal_secret(text: str, *, purpose: str) -> str:
     """Encrypt a secret that is no user's data (a TOTP seed) under the newest master key."""
     newest = master_keys()[0]
@@ -364,6 +377,7 @@ def seal_secret(text: str, *, purpose: str) -> str:
     return f"{SEALED_VALUE_PREFIX}:{newest.key_id}:{base64.b64encode(blob).decode()}"
 
 
+@sensitive_variables()
 def open_secret(value: str, *, purpose: str) -> str:
     """Decrypt what seal_secret made; a value it did not make (stored before) comes back as is.
 

@@ -54,7 +54,9 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return number
 
 
-DEBUG = env_bool("DEBUG", default=True)
+# Off unless asked for: a deployment that forgets it must not serve debug pages. `make` turns it
+# on for development (Makefile), and the test suite too (pyproject's pytest `env`).
+DEBUG = env_bool("DEBUG", default=False)
 PORT = env_int("PORT", 8000, minimum=1)  # make run serves here
 # Web worker processes of `runstack --production` (uvicorn --workers).
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2, minimum=1)
@@ -91,7 +93,9 @@ def _required_secret(name: str, filename: str, generate: str) -> str:
     if value is not None:
         return value
     if not DEBUG:
-        raise ImproperlyConfigured(f"{name} must be set when DEBUG is off")
+        raise ImproperlyConfigured(
+            f"{name} must be set when DEBUG is off (for development, set DEBUG=true)"
+        )
     return _local_secret(filename, generate)
 
 
@@ -104,9 +108,14 @@ MEMORYHUB_MASTER_KEYS = _required_secret(
     f"k{secrets.token_hex(4)}:{base64.b64encode(secrets.token_bytes(32)).decode()}",
 )
 
-# The audit chain's HMAC key and the pseudonym key for audit subjects; derived from SECRET_KEY
-# unless given, so a deployment can rotate SECRET_KEY without breaking the chain by pinning it.
-MEMORYHUB_AUDIT_KEY = env_str("MEMORYHUB_AUDIT_KEY", SECRET_KEY) or ""
+# The audit chain's HMAC key and the pseudonym key for audit subjects. With DEBUG off it must be
+# set, and differ from SECRET_KEY: rotating SECRET_KEY (after a leak, say) would otherwise break
+# every chain and change every pseudonym. In development it defaults to SECRET_KEY.
+MEMORYHUB_AUDIT_KEY = env_str("MEMORYHUB_AUDIT_KEY", SECRET_KEY if DEBUG else None) or ""
+if not DEBUG and MEMORYHUB_AUDIT_KEY in ("", SECRET_KEY):
+    raise ImproperlyConfigured(
+        "MEMORYHUB_AUDIT_KEY must be set when DEBUG is off, to a value other than SECRET_KEY"
+    )
 
 ALLOWED_HOSTS = [
     h.strip() for h in (env_str("ALLOWED_HOSTS", "127.0.0.1,localhost") or "").split(",")

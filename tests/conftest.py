@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from allauth.mfa.models import Authenticator
+from django.db import connection
+from psycopg import sql
 
 from memoryhub.actors import Actor
 from memoryhub.celery import app
@@ -22,6 +24,24 @@ def _tasks_queue_in_memory():
     """
     app.conf.broker_url = "memory://"
     app.conf.broker_transport_options = {}
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database lets flush TRUNCATE the audit table between transactional tests.
+
+    The audit's TRUNCATE trigger (migration 0021) allows it only where this setting is on; it is
+    set on the throwaway test database alone, for every connection opened from now on.
+    """
+    with django_db_blocker.unblock():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.SQL("ALTER DATABASE {} SET memoryhub.audit_truncate_allowed = 'on'").format(
+                    sql.Identifier(connection.settings_dict["NAME"])
+                )
+            )
+        connection.close()
+        connection.close_pool()  # Pooled connections opened before would not have it.
 
 
 @pytest.fixture(autouse=True)

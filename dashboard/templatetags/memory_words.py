@@ -100,7 +100,13 @@ ACTION_WORDS: dict[str, str] = {
     "audit.export": "exported the audit log about you",
 }
 # What an admin did to a row in the admin site ("admin.<model>.<verb>", memoryhub/admin.py).
-ADMIN_VERBS: dict[str, str] = {"add": "added", "change": "changed", "delete": "deleted"}
+ADMIN_VERBS: dict[str, str] = {
+    "add": "added",
+    "change": "changed",
+    "delete": "deleted",
+    "view": "viewed",
+    "list": "listed",
+}
 
 
 @register.filter

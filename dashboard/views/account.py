@@ -10,6 +10,7 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.forms import DeleteAccountForm
@@ -148,6 +149,7 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
 # Minting a key asks for the password again, however long ago the user signed in: a key
 # outlives the session, so a borrowed or stolen session must not be able to make one.
 @reauthentication_required(allow_get=True)  # type: ignore[untyped-decorator]  # allauth is untyped.
+@sensitive_variables("issued")  # A new key, in clear.
 def keys(request: AuthedRequest) -> HttpResponse:
     """Personal access keys for the user's own assistants; a new key is shown once."""
     form = PersonalKeyForm(request.POST or None, user=request.user)
@@ -165,6 +167,7 @@ def keys(request: AuthedRequest) -> HttpResponse:
     return _keys_page(request, form, new_key=request.session.pop(NEW_KEY_SESSION, None))
 
 
+@sensitive_variables("new_key", "context")  # A new key, in clear.
 def _keys_page(
     request: AuthedRequest, form: PersonalKeyForm, *, new_key: str | None, status: int = 200
 ) -> HttpResponse:

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from django.http import HttpRequest
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 from ninja.security import HttpBearer
 
 from memoryhub.actors import Actor
@@ -44,6 +45,7 @@ class Scope:
     api_key: ApiKey
 
 
+@sensitive_variables("raw_key")
 def authenticate_key(raw_key: str, *, client_ip: str | None = None) -> ApiKey:
     """Return the active key for a presented bearer key, counting it against the rate limit.
 
@@ -73,6 +75,7 @@ class ApiKeyAuth(HttpBearer):
             raise NotAuthenticatedError("malformed Authorization header: expected Bearer <key>")
         return result  # type: ignore[no-any-return]  # authenticate() below returns ApiKey.
 
+    @sensitive_variables("token")
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey:
         return authenticate_key(token, client_ip=client_ip(request))
 

@@ -9,6 +9,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
+from django.views.decorators.debug import sensitive_variables
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -36,6 +37,7 @@ MCP_PATH = "/mcp"
 API_KEY_SCOPE_KEY = "memoryhub.api_key"
 
 
+@sensitive_variables("authorization", "token")
 def _authenticate(authorization: str, client_ip: str | None) -> ApiKey:
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():

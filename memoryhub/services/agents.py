@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from memoryhub.actors import Actor
 from memoryhub.errors import InvalidInputError
@@ -17,6 +18,7 @@ from memoryhub.services.audit import record_access
 KEY_PREFIX = "mh_"
 
 
+@sensitive_variables("raw_key")
 def hash_key(raw_key: str) -> str:
     """SHA-256 of a bearer key: keys are long random strings, so a plain hash is enough."""
     return hashlib.sha256(raw_key.encode()).hexdigest()
@@ -27,9 +29,10 @@ class IssuedKey:
     """A freshly issued key: `raw_key` is shown once and never stored."""
 
     api_key: ApiKey
-    raw_key: str
+    raw_key: str = field(repr=False)  # Out of tracebacks and logs.
 
 
+@sensitive_variables("raw_key")
 def _issue(*, agent: Agent | None, user: User | None, mode: Mode | None, name: str) -> IssuedKey:
     raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
     api_key = ApiKey.objects.create(
@@ -118,6 +121,7 @@ def key_owner(api_key: ApiKey) -> str:
     return f"user:{api_key.user_id}"
 
 
+@sensitive_variables("raw_key")
 def find_active_key(raw_key: str) -> ApiKey | None:
     """The active key matching a presented bearer key, or None."""
     if not raw_key.startswith(KEY_PREFIX):

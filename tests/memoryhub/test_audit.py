@@ -51,6 +51,15 @@ def test_listing_audits_the_ids_it_returned(user, personal, embedder, system_act
     assert set(entry.object_ids) == {str(a.id), str(b.id)}
 
 
+def test_an_audit_row_keeps_every_object_id_however_many(db, system_actor):
+    ids = [str(uuid.uuid4()) for _ in range(2500)]
+    entry = record_access(
+        actor=system_actor, subject_user_id=None, action="memory.list", object_ids=ids
+    )
+    assert AuditEntry.objects.get(pk=entry.pk).object_ids == ids
+    assert verify_chain().is_intact
+
+
 def test_audit_rows_cannot_be_updated_or_deleted_through_the_orm(db, system_actor):
     entry = record_access(actor=system_actor, subject_user_id=None, action="test")
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
@@ -61,6 +70,25 @@ def test_audit_rows_cannot_be_updated_or_deleted_through_the_orm(db, system_acto
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         entry.save()
     assert AuditEntry.objects.get(pk=entry.pk).action == "test"
+
+
+def test_the_audit_table_cannot_be_truncated(db):
+    # As on any database but the suite's own, whose flush may truncate (tests/conftest.py).
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL memoryhub.audit_truncate_allowed = 'off'")
+        with pytest.raises(DatabaseError, match="TRUNCATE is refused"), transaction.atomic():
+            cursor.execute("TRUNCATE memoryhub_auditentry")
+        with pytest.raises(DatabaseError, match="TRUNCATE is refused"), transaction.atomic():
+            cursor.execute("TRUNCATE memoryhub_auditentry, memoryhub_workspace CASCADE")
+
+
+def test_manage_py_flush_cannot_wipe_the_audit_log(db, system_actor):
+    entry = record_access(actor=system_actor, subject_user_id=None, action="test")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL memoryhub.audit_truncate_allowed = 'off'")
+    with pytest.raises(CommandError, match="couldn't be flushed"):
+        call_command("flush", interactive=False, verbosity=0)
+    assert AuditEntry.objects.filter(pk=entry.pk).exists()
 
 
 def _with_trigger_disabled(sql: str, params: list[object]) -> None:

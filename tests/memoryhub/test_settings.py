@@ -94,6 +94,7 @@ def _production_env(**extra: str) -> dict[str, str]:
         "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "MEMORYHUB_MASTER_KEYS": keys,
+        "MEMORYHUB_AUDIT_KEY": secrets.token_urlsafe(32),
         "ALLOWED_HOSTS": "memory.example.com",
         **extra,
     }
@@ -186,3 +187,53 @@ def test_runstack_production_refuses_a_per_process_cache_with_several_workers():
     result = _manage("runstack", "--production", env=env)
     assert "DEBUG must be off" in result.stderr
     assert "CACHE_URL" not in result.stderr
+
+
+def test_debug_is_off_unless_the_environment_turns_it_on():
+    env = {k: v for k, v in _production_env().items() if k != "DEBUG"}
+    result = _manage(
+        "shell", "-c", "from django.conf import settings; print(settings.DEBUG)", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_debug_off_without_an_audit_key_fails_loudly():
+    env = {k: v for k, v in _production_env().items() if k != "MEMORYHUB_AUDIT_KEY"}
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "MEMORYHUB_AUDIT_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_debug_off_with_the_audit_key_equal_to_the_secret_key_fails_loudly():
+    env = _production_env()
+    env["MEMORYHUB_AUDIT_KEY"] = env["SECRET_KEY"]
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert (
+        "MEMORYHUB_AUDIT_KEY must be set when DEBUG is off, to a value other than SECRET_KEY"
+        in (result.stderr)
+    )
+
+
+def test_runstack_production_refuses_the_console_email_backend_and_the_embedded_database():
+    env = {k: v for k, v in _production_env().items() if k not in ("EMAIL_BACKEND", "DATABASE_URL")}
+    result = _manage("runstack", "--production", env=env)
+    assert result.returncode != 0
+    assert "EMAIL_BACKEND is the console backend" in result.stderr
+    assert "--allow-console-email" in result.stderr
+    assert "DATABASE_URL is unset" in result.stderr
+    assert "--allow-embedded-db" in result.stderr
+
+
+def test_runstack_production_accepts_the_console_email_and_embedded_database_when_told():
+    # DEBUG stays on, so the command still stops before starting anything, on that alone.
+    env = {k: v for k, v in _production_env(DEBUG="true").items() if k != "EMAIL_BACKEND"}
+    env.pop("DATABASE_URL", None)
+    result = _manage(
+        "runstack", "--production", "--allow-console-email", "--allow-embedded-db", env=env
+    )
+    assert result.returncode != 0
+    assert "DEBUG must be off" in result.stderr
+    assert "EMAIL_BACKEND" not in result.stderr
+    assert "DATABASE_URL" not in result.stderr

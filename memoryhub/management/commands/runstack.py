@@ -3,7 +3,8 @@
 Development (the default): demo data, one web process, the broker from settings (a folder queue
 unless CELERY_BROKER_URL is set). `--production`: the deployment's process model — DEBUG off,
 WEB_CONCURRENCY web workers, a Celery worker on Redis or RabbitMQ, one beat, static files
-collected — refusing a set-up that is not one. Ctrl-C stops everything it started, the embedded
+collected — refusing a set-up that is not one (the console email backend and the embedded
+database only when allowed explicitly). Ctrl-C stops everything it started, the embedded
 PostgreSQL included.
 """
 
@@ -21,6 +22,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from memoryhub.embedded_db import stop_embedded_postgres
 from memoryhub.process_model import beat_command, web_command, worker_command
 
+CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
 
 class Command(BaseCommand):
     help = "Run MemoryHub: web server, Celery worker and beat (--production: the deployment)."
@@ -34,11 +37,26 @@ class Command(BaseCommand):
             action="store_true",
             help="DEBUG off, WEB_CONCURRENCY workers, a Redis or RabbitMQ broker; no demo data",
         )
+        # A deployment that only prints its emails, or keeps its data in a folder of this
+        # checkout, is usually a mistake; these say it is meant (a trial, a single machine).
+        parser.add_argument(
+            "--allow-console-email",
+            action="store_true",
+            help="with --production: accept the console email backend (emails are only printed)",
+        )
+        parser.add_argument(
+            "--allow-embedded-db",
+            action="store_true",
+            help="with --production: accept the embedded PostgreSQL (no DATABASE_URL)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         production = options["production"]
         if production:
-            self._check_production_settings()
+            self._check_production_settings(
+                allow_console_email=options["allow_console_email"],
+                allow_embedded_db=options["allow_embedded_db"],
+            )
         call_command("migrate", interactive=False, verbosity=0)
         if production:
             call_command("collectstatic", interactive=False, verbosity=0)
@@ -65,7 +83,9 @@ class Command(BaseCommand):
         finally:
             self._stop(processes)
 
-    def _check_production_settings(self) -> None:
+    def _check_production_settings(
+        self, *, allow_console_email: bool, allow_embedded_db: bool
+    ) -> None:
         problems = []
         if settings.DEBUG:
             problems.append("DEBUG must be off (DEBUG=false)")
@@ -78,6 +98,16 @@ class Command(BaseCommand):
             problems.append(
                 f"CACHE_URL must name a cache all {settings.WEB_CONCURRENCY} web workers share "
                 "(redis:// or db://), not locmem://, or set WEB_CONCURRENCY=1"
+            )
+        if settings.EMAIL_BACKEND == CONSOLE_EMAIL_BACKEND and not allow_console_email:
+            problems.append(
+                "EMAIL_BACKEND is the console backend, which only prints emails (set "
+                "EMAIL_BACKEND, or pass --allow-console-email)"
+            )
+        if settings.USES_EMBEDDED_DATABASE and not allow_embedded_db:
+            problems.append(
+                "DATABASE_URL is unset, so the data would live in the embedded PostgreSQL "
+                "under MEMORYHUB_DATA_DIR (set DATABASE_URL, or pass --allow-embedded-db)"
             )
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
