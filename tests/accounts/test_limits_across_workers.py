@@ -103,7 +103,9 @@ def servers(django_db_setup, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         **inherited,
         "DJANGO_SETTINGS_MODULE": "memoryhub.settings",
         "DEBUG": "false",  # With CACHE_URL unset: the database cache, production's default.
-        "SECRET_KEY": settings.SECRET_KEY,
+        # DEBUG off wants an audit key of its own: the servers sign their cookies with another
+        # secret and keep the suite's audit key, so pseudonyms match the test's.
+        "SECRET_KEY": f"{settings.SECRET_KEY}-web-servers",
         "MEMORYHUB_MASTER_KEYS": settings.MEMORYHUB_MASTER_KEYS,
         "MEMORYHUB_AUDIT_KEY": settings.MEMORYHUB_AUDIT_KEY,
         "MEMORYHUB_DATA_DIR": str(logs / "data"),
