@@ -80,6 +80,7 @@ class Options:
     inputs: tuple[str, ...] = ()  # Empty: every input.
     routes: tuple[str, ...] = ()  # Empty: every route.
     baseline_seconds: float = 5.0
+    input_baseline_seconds: float = 2.0
     memories_per_user: int = 100
     request_timeout: float = 30.0
     extraction_timeout: float = 60.0
@@ -95,6 +96,7 @@ QUICK: dict[str, Any] = {
     "repeat": 1,
     "inputs": ("prose", "spaces"),
     "baseline_seconds": 1.0,
+    "input_baseline_seconds": 0.5,
     "memories_per_user": 20,
     "max_seconds": 300.0,
 }
@@ -111,7 +113,8 @@ class Run:
     limits: Limits
     database_url: str
     deadline: float
-    baseline_p50: float = 0.0
+    baseline_p50: float = 0.0  # Of the searcher alone, measured last (before this input).
+    first_baseline_p50: float = 0.0  # Before the first input.
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
@@ -160,6 +163,9 @@ def send_input(run: Run, hostile: HostileInput) -> None:
     text = hostile.build(run.limits.content_bytes)
     scope = {"user": run.hostile.user, "mode": MODE}
     routes = [r for r in ROUTES if not options.routes or r in options.routes]
+    # The machine is shared and its load drifts over a run: each input's delays are counted
+    # from the searcher's p50 alone just before it, not only from the one before the first.
+    measure_baseline(run, seconds=options.input_baseline_seconds)
     client = ApiClient(port=run.stack.port, key=run.hostile.key, timeout=options.request_timeout)
     try:
         opened = client.request("POST", "/api/v1/sessions", body=scope)
@@ -198,12 +204,13 @@ def send_input(run: Run, hostile: HostileInput) -> None:
         client.close()
 
 
-def measure_baseline(run: Run) -> dict[str, Any]:
-    """The searcher alone for `baseline_seconds`: its p50 is what a delay is counted from."""
+def measure_baseline(run: Run, *, seconds: float) -> dict[str, Any]:
+    """The searcher alone for `seconds`: its p50 is what the next delays are counted from
+    (the first baseline's when this one caught no search)."""
     started = time.monotonic()
-    time.sleep(run.options.baseline_seconds)
+    time.sleep(seconds)
     alone = baseline([s for s in run.searcher.since(started) if s.started >= started])
-    run.baseline_p50 = alone["p50_seconds"] or 0.0
+    run.baseline_p50 = alone["p50_seconds"] or run.first_baseline_p50
     return alone
 
 
@@ -317,7 +324,8 @@ def run(options: Options) -> tuple[dict[str, Any], Path]:
         send_input(current, HostileInput("warm-up", lambda n: fill(WARM_UP_TEXT, min(n, 512))))
         report["warm_up_routes"] = current.rows
         current.rows = []
-        report["baseline"] = measure_baseline(current)
+        report["baseline"] = measure_baseline(current, seconds=options.baseline_seconds)
+        current.first_baseline_p50 = current.baseline_p50
         print(f"concurrent search alone: {report['baseline']}")
         for hostile_input in inputs:
             send_input(current, hostile_input)
@@ -355,6 +363,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     add("--inputs", type=_names, help=f"comma-separated, of: {', '.join(i.name for i in INPUTS)}")
     add("--routes", type=_names, help=f"comma-separated, of: {', '.join(ROUTES)}")
     add("--baseline-seconds", type=float, help="the searcher alone first (default 5)")
+    add("--input-baseline-seconds", type=float, help="…and before each input (default 2)")
     add("--memories-per-user", type=int, help="seeded per user (default 100)")
     add("--request-timeout", type=float, help="seconds per request (default 30)")
     add("--extraction-timeout", type=float, help="seconds an extraction may take (default 60)")

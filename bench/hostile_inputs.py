@@ -98,8 +98,9 @@ def batch_body(scope: Mapping[str, str], text: str, limits: Limits) -> dict[str,
         ]
         return {**scope, "items": items}
 
-    one = request_size(body(1))
-    count = max(1, min(limits.batch_items, (limits.request_bytes - 1024) // max(one, 1)))
+    item = request_size(body(2)) - request_size(body(1))
+    overhead = request_size(body(1)) - item
+    count = max(1, min(limits.batch_items, (limits.request_bytes - overhead) // item))
     while count > 1 and request_size(body(count)) > limits.request_bytes:
         count -= 1
     return body(count)

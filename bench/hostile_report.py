@@ -75,6 +75,7 @@ def measure(
         "status": attempt.status,
         "error": attempt.error,
         "own_seconds": round(attempt.seconds, 4),
+        "alone_p50_seconds": round(baseline_p50, 4),
         "concurrent_searches": len(during),
         "concurrent_search_errors": sum(not s.is_ok for s in during),
         "worst_concurrent_seconds": round(worst, 4) if worst is not None else None,
@@ -152,20 +153,24 @@ def format_report(report: dict[str, Any]) -> str:
         f"worker(s), extraction in a Celery worker, {settings['repeat']} attempt(s) per route",
         f"code: {report['code']['commit']}"
         f"{' + uncommitted changes' if report['code']['uncommitted_changes'] else ''}; "
-        f"machine: {report['machine']['cpus']} CPUs, load average {report['machine']['load_average']}",
+        f"machine: {report['machine']['cpus']} CPUs, load average before "
+        f"{report['machine']['load_average']}, after {report['machine']['load_average_after']} "
+        "(a busy machine inflates the delays)",
         f"concurrent search alone: p50 {_seconds(base['p50_seconds'])}, worst "
-        f"{_seconds(base['max_seconds'])} over {base['n']} searches",
+        f"{_seconds(base['max_seconds'])} over {base['n']} searches before the first input",
         "own: the hostile request's time (worst attempt); worst search: the slowest search in "
-        "flight meanwhile; delay: that minus the p50 alone",
+        "flight meanwhile; alone: the search p50 alone just before the input; delay: worst "
+        "search minus alone",
         "",
         f"{'input':<16} {'route':<15} {'status':>6} {'own':>10} {'worst search':>13} "
-        f"{'delay':>10} {'own<=1s':>7} {'delay<=100ms':>12}",
+        f"{'alone':>7} {'delay':>10} {'own<=1s':>7} {'delay<=100ms':>12}",
     ]
     for row in report["rows"]:
         status = str(row["status"]) if row["status"] else (row["error"] or "-")
         lines.append(
             f"{row['input']:<16} {row['route']:<15} {status:>6} {_seconds(row['own_seconds']):>10} "
-            f"{_seconds(row['worst_concurrent_seconds']):>13} {_seconds(row['delay_seconds']):>10} "
+            f"{_seconds(row['worst_concurrent_seconds']):>13} "
+            f"{_seconds(row['alone_p50_seconds']):>7} {_seconds(row['delay_seconds']):>10} "
             f"{_verdict(row['own_passed']):>7} {_verdict(row['delay_passed']):>12}"
         )
     for skipped in report["skipped"]:

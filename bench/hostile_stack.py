@@ -65,7 +65,8 @@ class Stack:
     def stop(self) -> None:
         if self.web is not None:
             self.web.stop()
-            self.logs.append({"log_file": str(self.web.log), **scan_log(self.web.log)})
+            entry = {"port": self.web.port, "log_file": str(self.web.log)}
+            self.logs.append({**entry, **scan_log(self.web.log)})
             self.web = None
         if self.worker is not None:
             self.worker.stop()
