@@ -163,6 +163,9 @@ def send_input(run: Run, hostile: HostileInput) -> None:
     text = hostile.build(run.limits.content_bytes)
     scope = {"user": run.hostile.user, "mode": MODE}
     routes = [r for r in ROUTES if not options.routes or r in options.routes]
+    if time.monotonic() > run.deadline:
+        run.skipped.append(f"{hostile.name} (every route)")
+        return
     # The machine is shared and its load drifts over a run: each input's delays are counted
     # from the searcher's p50 alone just before it, not only from the one before the first.
     measure_baseline(run, seconds=options.input_baseline_seconds)
@@ -197,7 +200,10 @@ def send_input(run: Run, hostile: HostileInput) -> None:
                     break  # Timed out (the server restarted) or failed: no second try.
                 if route == "session_end" and "extraction" in routes:
                     waited, detail = wait_for_extraction(
-                        run.database_url, session_id, timeout=options.extraction_timeout
+                        run.database_url,
+                        session_id,
+                        since=attempt.finished,
+                        timeout=options.extraction_timeout,
                     )
                     record(run, hostile.name, "extraction", waited, detail)
     finally:

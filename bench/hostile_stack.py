@@ -154,13 +154,14 @@ def extraction_state(database_url: str, session_id: str) -> tuple[str, float | N
 
 
 def wait_for_extraction(
-    database_url: str, session_id: str, *, timeout: float
+    database_url: str, session_id: str, *, since: float, timeout: float
 ) -> tuple[Sample, dict[str, Any]]:
-    """From now until the session's extraction ends (done, failed or skipped), bounded.
+    """From `since` (the end of the session answered) until its extraction ends (done, failed
+    or skipped), bounded by `timeout`.
 
     Status 200 when it ended done, 0 with error "timeout" or the final status otherwise.
     """
-    started = time.monotonic()
+    started = since
     status, run_seconds = extraction_state(database_url, session_id)
     while status not in TERMINAL_EXTRACTION and time.monotonic() - started < timeout:
         time.sleep(0.05)
