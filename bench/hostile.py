@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +43,7 @@ from bench.hostile_inputs import (
     fill,
     request_for,
     request_size,
+    server_limits,
 )
 from bench.hostile_report import (
     Sample,
@@ -70,6 +71,9 @@ from bench.load_stack import (
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RATE_LIMIT_PER_MINUTE = 1_000_000  # The limiter is not what is measured.
+
+
+WARM_UP = HostileInput("warm-up", lambda n: fill(WARM_UP_TEXT, min(n, 512)))
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,7 @@ class Run:
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     restarts: list[dict[str, Any]] = field(default_factory=list)
+    warm_up_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 def timed(client: ApiClient, method: str, path: str, body: dict[str, Any]) -> Sample:
@@ -155,6 +160,17 @@ def record(
         run.restarts.append(
             {"after": f"{name} {route}", "seconds": round(time.monotonic() - started, 1), **warm}
         )
+        if name != WARM_UP.name:  # A warm-up that timed out is not warmed up again.
+            warm_every_route(run)
+
+
+def warm_every_route(run: Run) -> None:
+    """Each route once with ordinary text, its rows kept apart: a fresh worker's first answer
+    or batch loads what it needs (models, the graph hook), a cost that is not the input's."""
+    first = len(run.rows)
+    send_input(run, WARM_UP)
+    run.warm_up_rows.extend(run.rows[first:])
+    del run.rows[first:]
 
 
 def send_input(run: Run, hostile: HostileInput) -> None:
@@ -220,37 +236,6 @@ def measure_baseline(run: Run, *, seconds: float) -> dict[str, Any]:
     return alone
 
 
-def server_limits(options: Options) -> tuple[Limits, int]:
-    """The accepted sizes, from the settings the server runs with (Django is set up by now)."""
-    from django.conf import settings
-
-    from memoryhub.api.schemas import MemoryBatchIn
-    from memoryhub.queries.recall import MAX_QUERY_CHARS
-
-    server_content = int(settings.MEMORYHUB_MAX_CONTENT_BYTES)
-    batch_items = next(
-        int(m.max_length)
-        for m in MemoryBatchIn.model_fields["items"].metadata
-        if hasattr(m, "max_length")
-    )
-    limits = Limits(
-        content_bytes=min(options.content_bytes or server_content, server_content),
-        working_memory_bytes=int(settings.MEMORYHUB_MAX_WORKING_MEMORY_BYTES),
-        request_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
-        query_chars=MAX_QUERY_CHARS,
-        batch_items=batch_items,
-    )
-    if options.content_bytes:  # A reduced run shrinks every size in proportion.
-        share = limits.content_bytes / server_content
-        limits = replace(
-            limits,
-            working_memory_bytes=int(limits.working_memory_bytes * share),
-            request_bytes=int(limits.request_bytes * share),
-            query_chars=max(1, int(limits.query_chars * share)),
-        )
-    return limits, server_content
-
-
 def chosen_inputs(options: Options) -> list[HostileInput]:
     unknown = set(options.inputs) - {i.name for i in INPUTS}
     if unknown:
@@ -298,7 +283,7 @@ def run(options: Options) -> tuple[dict[str, Any], Path]:
         hostile, quiet = seed(
             environment=environment, agents=2, memories_per_user=options.memories_per_user
         )
-        limits, server_content = server_limits(options)
+        limits, server_content = server_limits(options.content_bytes)
         report["settings"] = {
             "web_workers": options.workers,
             "content_bytes": limits.content_bytes,
@@ -325,11 +310,7 @@ def run(options: Options) -> tuple[dict[str, Any], Path]:
             database_url=bench_url,
             deadline=started + options.max_seconds,
         )
-        # Each route once with ordinary text first: a first answer or batch loads what it needs
-        # (models, the graph hook), a cost that is not the input's.
-        send_input(current, HostileInput("warm-up", lambda n: fill(WARM_UP_TEXT, min(n, 512))))
-        report["warm_up_routes"] = current.rows
-        current.rows = []
+        warm_every_route(current)
         report["baseline"] = measure_baseline(current, seconds=options.baseline_seconds)
         current.first_baseline_p50 = current.baseline_p50
         print(f"concurrent search alone: {report['baseline']}")
@@ -339,6 +320,7 @@ def run(options: Options) -> tuple[dict[str, Any], Path]:
         report["rows"] = worst_rows(current.rows)
         report["skipped"] = current.skipped
         report["restarts"] = current.restarts
+        report["warm_up_routes"] = current.warm_up_rows
         report["searches"] = baseline(searcher.samples)
     finally:
         if searcher is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 HEAD = "I live in Paris"
@@ -77,6 +77,37 @@ class Limits:
     request_bytes: int  # MEMORYHUB_MAX_REQUEST_BYTES: a whole body (a batch)
     query_chars: int  # MAX_QUERY_CHARS of a search
     batch_items: int  # most items in one batch
+
+
+def server_limits(content_bytes: int | None) -> tuple[Limits, int]:
+    """The accepted sizes, from the settings the server runs with (Django is set up by now)."""
+    from django.conf import settings
+
+    from memoryhub.api.schemas import MemoryBatchIn
+    from memoryhub.queries.recall import MAX_QUERY_CHARS
+
+    server_content = int(settings.MEMORYHUB_MAX_CONTENT_BYTES)
+    batch_items = next(
+        int(m.max_length)
+        for m in MemoryBatchIn.model_fields["items"].metadata
+        if hasattr(m, "max_length")
+    )
+    limits = Limits(
+        content_bytes=min(content_bytes or server_content, server_content),
+        working_memory_bytes=int(settings.MEMORYHUB_MAX_WORKING_MEMORY_BYTES),
+        request_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
+        query_chars=MAX_QUERY_CHARS,
+        batch_items=batch_items,
+    )
+    if content_bytes:  # A reduced run shrinks every size in proportion.
+        share = limits.content_bytes / server_content
+        limits = replace(
+            limits,
+            working_memory_bytes=int(limits.working_memory_bytes * share),
+            request_bytes=int(limits.request_bytes * share),
+            query_chars=max(1, int(limits.query_chars * share)),
+        )
+    return limits, server_content
 
 
 def request_size(body: Mapping[str, Any]) -> int:
