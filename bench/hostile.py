@@ -86,9 +86,9 @@ class Options:
     baseline_seconds: float = 5.0
     input_baseline_seconds: float = 2.0
     memories_per_user: int = 100
-    request_timeout: float = 30.0
+    request_timeout: float = 60.0
     extraction_timeout: float = 60.0
-    max_seconds: float = 1500.0
+    max_seconds: float = 2400.0
     database: str = "memoryhub_load_hostile"
     redis_db: int = 14  # The load bench uses 13, the worker tests 11.
     out: Path = RESULTS_DIR
@@ -353,9 +353,9 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
     add("--baseline-seconds", type=float, help="the searcher alone first (default 5)")
     add("--input-baseline-seconds", type=float, help="…and before each input (default 2)")
     add("--memories-per-user", type=int, help="seeded per user (default 100)")
-    add("--request-timeout", type=float, help="seconds per request (default 30)")
+    add("--request-timeout", type=float, help="seconds per request (default 60)")
     add("--extraction-timeout", type=float, help="seconds an extraction may take (default 60)")
-    add("--max-seconds", type=float, help="wall-clock cap of the measurements (default 1500)")
+    add("--max-seconds", type=float, help="wall-clock cap of the whole run (default 2400)")
     add("--database", help="the bench database, dropped and created (memoryhub_load_hostile)")
     add("--redis-db", type=int, help="Redis database of the broker, purged (default 14)")
     add("--out", type=Path, help="results folder (default bench/results)")
