@@ -10,10 +10,10 @@ DEBUG ?= true
 export DEBUG
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load browser-deps
+.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load bench-hostile browser-deps
 
 help: ## Show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,3 +55,6 @@ bench: setup ## Retrieval, latency and extraction benchmarks (writes bench/resul
 
 bench-load: setup ## Load benchmark: 1, 8, 32 agents x 1, 2 web workers (bench/results/load-*.json)
 	$(BIN)/python bench/load.py
+
+bench-hostile: setup ## Worst inputs at the size limit on every route vs a concurrent search (bench/results/hostile-*.json)
+	$(BIN)/python bench/hostile.py

@@ -27,7 +27,7 @@ import psycopg
 from psycopg import sql
 
 from memoryhub.crypto import generate_master_key_entry
-from memoryhub.process_model import web_command
+from memoryhub.process_model import web_command, worker_command
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -259,19 +259,24 @@ class WebServer:
 
     def stop(self) -> None:
         """SIGTERM to uvicorn (it stops its workers gracefully), then SIGKILL what lingers."""
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-        # Workers of a killed supervisor live on as orphans in its group: take them too.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        stop_group(self.process)
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def stop_group(process: subprocess.Popen[bytes], *, grace: float = 30) -> None:
+    """SIGTERM to a process started in a group of its own, then SIGKILL the whole group."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+    # Children of a killed supervisor live on as orphans in its group: take them too.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def start_web(*, environment: Mapping[str, str], workers: int, log: Path) -> WebServer:
@@ -331,3 +336,31 @@ def scan_log(log: Path) -> dict[str, Any]:
         "database_unavailable_warnings": sum("database unavailable" in line for line in lines),
         "first_traceback": "\n".join(first),
     }
+
+
+@dataclass(frozen=True)
+class CeleryWorker:
+    """The production Celery worker command, in a process group of its own."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        stop_group(self.process, grace=10)
+
+
+def start_worker(*, environment: Mapping[str, str], concurrency: int, log: Path) -> CeleryWorker:
+    """Start `worker_command` on the environment's broker, dropping what waits in its queue."""
+    argv = worker_command(concurrency=concurrency)
+    # No gossip, mingle or heartbeat: one worker alone on its broker has no one to talk to.
+    argv += ["--without-gossip", "--without-mingle", "--without-heartbeat", "--purge"]
+    with log.open("ab") as output:
+        process = subprocess.Popen(  # noqa: S603  # Our own interpreter and arguments.
+            argv,
+            cwd=REPO,
+            env={**os.environ, **environment},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return CeleryWorker(process=process, log=log)
