@@ -146,6 +146,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.AdminRequiresMfaMiddleware",
+    "memoryhub.api.request_slots.ReleaseRequestSlotMiddleware",
 ]
 
 if not DEBUG:
@@ -416,6 +417,28 @@ MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600
 MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = env_int("MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE", 30)
 # The largest request body, in bytes: 413 above it (API, MCP and pages; memoryhub/body_limit.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 2_621_440)
+# Quotas (memoryhub/services/quotas.py; 0 turns one off): 429 `quota_exceeded` past them.
+# Stored bytes are the ciphertext of the memories' content and payload (models/usage.py).
+MEMORYHUB_QUOTA_MEMORIES_PER_USER = env_int("MEMORYHUB_QUOTA_MEMORIES_PER_USER", 250_000)
+MEMORYHUB_QUOTA_BYTES_PER_USER = env_int("MEMORYHUB_QUOTA_BYTES_PER_USER", 1024**3)
+MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE = env_int(
+    "MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE", 10_000_000
+)
+MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE = env_int("MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE", 40 * 1024**3)
+MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY = env_int("MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY", 5000)
+MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY = env_int(
+    "MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY", 2000
+)
+# API and MCP requests one key owner may have running at once, over every web worker (429
+# `too_many_concurrent_requests` above); a slot left by a killed worker expires after the lease.
+MEMORYHUB_MAX_CONCURRENT_REQUESTS = env_int("MEMORYHUB_MAX_CONCURRENT_REQUESTS", 32)
+MEMORYHUB_REQUEST_SLOT_LEASE_SECONDS = env_int(
+    "MEMORYHUB_REQUEST_SLOT_LEASE_SECONDS", 300, minimum=1
+)
+# A forget by query of more memories than this runs as a task; the query is embedded in
+# batches of this size.
+MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE = env_int("MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE", 500)
+MEMORYHUB_FORGET_EMBED_BATCH = env_int("MEMORYHUB_FORGET_EMBED_BATCH", 256, minimum=1)
 MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
 # A retry with the same idempotency key replays the first write for this long; an hourly sweep
 # deletes older records (a hash of the key and the ids it wrote), so the table stays bounded.

@@ -32,6 +32,7 @@ from .memories import (
 )
 from .ratelimit import RateLimitWindow
 from .sessions import ExtractionRun, Message, Session
+from .usage import MemoryUsage, RequestSlot
 from .user_links import UserLink
 from .workspace_keys import WorkspaceKey
 from .workspaces import (
@@ -75,11 +76,13 @@ __all__ = [
     "MemoryQuerySet",
     "MemorySource",
     "MemoryStatus",
+    "MemoryUsage",
     "MemoryVersion",
     "Message",
     "Mode",
     "NodeType",
     "RateLimitWindow",
+    "RequestSlot",
     "Session",
     "User",
     "UserKey",
