@@ -1,6 +1,7 @@
 """MemoryHub's models, one module per concept; import them from here."""
 
 from .audit import ActorType, AuditEntry, Channel
+from .forget_tasks import ForgetTask
 from .graph import (
     EdgeType,
     GraphEdge,
@@ -61,6 +62,7 @@ __all__ = [
     "ExtractionRun",
     "FailureClass",
     "Feedback",
+    "ForgetTask",
     "GraphEdge",
     "GraphMaintenanceRun",
     "GraphNode",
