@@ -71,9 +71,13 @@ def redirect_after_post(request: AuthedRequest, url: str) -> HttpResponse:
 
 async def _each_on_the_request_thread(parts: Iterator[str]) -> AsyncIterator[str]:
     # thread_sensitive: every piece is made on the request's thread, with its DB connection.
-    next_part = sync_to_async(next, thread_sensitive=True)
-    while (part := await next_part(parts, None)) is not None:
+    next_part = sync_to_async(_next_or_none, thread_sensitive=True)
+    while (part := await next_part(parts)) is not None:
         yield part
+
+
+def _next_or_none(parts: Iterator[str]) -> str | None:
+    return next(parts, None)
 
 
 class StreamedDownload(StreamingHttpResponse):
@@ -88,8 +92,8 @@ class StreamedDownload(StreamingHttpResponse):
         content = _each_on_the_request_thread(parts) if isinstance(request, ASGIRequest) else parts
         super().__init__(content, content_type=content_type)
 
-    @property  # type: ignore[override]  # Readable here, unlike StreamingHttpResponse's.
-    def content(self) -> bytes:
+    @property
+    def content(self) -> bytes:  # type: ignore[override]  # Readable here; the stubs say Never.
         body = b"".join(self.streaming_content)  # type: ignore[arg-type]  # Sync under WSGI.
         self.streaming_content = [body]
         return body
