@@ -418,7 +418,7 @@ MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = env_int("MEMORYHUB_INVALID_KEY_LIMIT_PE
 # The largest request body, in bytes: 413 above it (API, MCP and pages; memoryhub/body_limit.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 2_621_440)
 # Quotas (memoryhub/services/quotas.py; 0 turns one off): 429 `quota_exceeded` past them.
-# Stored bytes are the ciphertext of the memories' content and payload (models/usage.py).
+# Stored bytes: the ciphertext of memories (content, payload) and journal notes (models/usage.py).
 MEMORYHUB_QUOTA_MEMORIES_PER_USER = env_int("MEMORYHUB_QUOTA_MEMORIES_PER_USER", 250_000)
 MEMORYHUB_QUOTA_BYTES_PER_USER = env_int("MEMORYHUB_QUOTA_BYTES_PER_USER", 1024**3)
 MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE = env_int(

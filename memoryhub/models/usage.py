@@ -13,11 +13,12 @@ from .workspaces import User
 class MemoryUsage(models.Model):
     """How many memory rows a user has and how many bytes of ciphertext they hold.
 
-    Kept by triggers on the memory table (migration 0021), not by the services: every path that
-    inserts, re-seals or deletes memories (forget, retention, a user's deletion, a raw bulk
-    insert) keeps it true, so the quota check reads one row instead of counting 100,000.
-    `stored_bytes` is the length of the content and payload ciphertexts (plaintext plus 28
-    bytes of nonce and tag each), not embeddings or indexes.
+    Kept by triggers on the memory and journal tables (migrations 0021, 0023), not by the
+    services: every path that inserts, re-seals or deletes rows (forget, retention, a user's
+    deletion, a raw bulk insert) keeps it true, so the quota check reads one row instead of
+    counting 100,000. `stored_bytes` is the length of the memories' content and payload
+    ciphertexts and the journal notes' summary and key ciphertexts (the text plus 29 bytes of
+    format, nonce and tag each), not embeddings or indexes.
     """
 
     user = models.OneToOneField(User, on_delete=models.CASCADE, primary_key=True, related_name="+")

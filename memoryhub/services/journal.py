@@ -13,6 +13,7 @@ from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
 from memoryhub.sealed_tables import JOURNAL_TABLE
 from memoryhub.services.audit import record_access
+from memoryhub.services.quotas import check_memory_quota
 from memoryhub.services.write_checks import check_content, check_writable
 
 
@@ -61,19 +62,27 @@ def add_journal_entry(
                 return existing, False
         entry_id = uuid4()
         # Security invariant: the summary is about the user, so it is encrypted with their key.
+        sealed_summary = cipher.encrypt(
+            summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
+        )
+        sealed_key = (
+            cipher.encrypt(key, table=JOURNAL_TABLE, row_id=entry_id, field="key") if key else None
+        )
+        # The journal's ciphertext counts in the user's stored bytes (migration 0023).
+        check_memory_quota(
+            user=user,
+            memories=0,
+            stored_bytes=len(sealed_summary) + len(sealed_key or b""),
+        )
         entry = JournalEntry.objects.create(
             id=entry_id,
             agent=agent,
             user=user,
             mode=mode,
             entry_type=entry_type,
-            summary_ciphertext=cipher.encrypt(
-                summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
-            ),
+            summary_ciphertext=sealed_summary,
             key_hash=key_hash,
-            key_ciphertext=cipher.encrypt(key, table=JOURNAL_TABLE, row_id=entry_id, field="key")
-            if key
-            else None,
+            key_ciphertext=sealed_key,
         )
         record_access(
             actor=actor,

@@ -17,6 +17,7 @@ from memoryhub.models import ActorType, AnswerRecord, Channel, ExtractionRun, Le
 from memoryhub.queries.usage import start_of_day, usage_lines, user_usage, workspace_usage
 from memoryhub.services.forget import delete_account
 from memoryhub.services.ingest import run_extraction
+from memoryhub.services.journal import add_journal_entry
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
 from memoryhub.services.sessions import add_message, end_session, start_session
 from tests import factories
@@ -282,3 +283,24 @@ def test_usage_lines_show_the_user_their_own_use_and_limits(user, personal, embe
 def test_a_day_starts_at_midnight_utc():
     moment = datetime(2026, 5, 4, 13, 14, 15, tzinfo=UTC)
     assert start_of_day(moment) == moment - timedelta(hours=13, minutes=14, seconds=15)
+
+
+def test_journal_notes_count_in_stored_bytes_and_stop_at_the_byte_quota(
+    user, personal, workspace, settings
+):
+    agent, _ = factories.make_agent(workspace, "journaling")
+
+    def note(summary):
+        return add_journal_entry(
+            agent=agent, user=user, mode=personal, entry_type="alert", summary=summary, actor=AGENT
+        )
+
+    entry, _ = note("Reminded the user about the dentist.")
+    assert user_usage(user.pk).stored_bytes == len(entry.summary_ciphertext)
+    settings.MEMORYHUB_QUOTA_BYTES_PER_USER = user_usage(user.pk).stored_bytes + 10
+
+    with pytest.raises(QuotaExceededError):
+        note("Suggested booking the train to Lyon for next week.")
+
+    entry.delete()
+    assert user_usage(user.pk).stored_bytes == 0
