@@ -36,7 +36,11 @@ from memoryhub.services.confidence import (
     supersede,
 )
 from memoryhub.services.memories import NewMemory, build_memory
-from memoryhub.services.quotas import SEAL_OVERHEAD_BYTES, is_within_memory_quota
+from memoryhub.services.quotas import (
+    SEAL_OVERHEAD_BYTES,
+    is_within_memory_quota,
+    lock_usage,
+)
 from memoryhub.services.write_checks import check_content, check_writable
 
 # A near-duplicate is close in meaning *and* in wording: similar embeddings alone would merge
@@ -111,6 +115,7 @@ def store_items(
     )
     vectors = embedder.embed([item.content for item in items])
     with transaction.atomic():
+        lock_usage(session.user_id)  # Before any memory row: see quotas.lock_usage.
         for item, vector in zip(items, vectors, strict=True):
             _apply_item(batch, item, vector)
         touched = [*batch.created, *batch.reinforced, *batch.superseded]

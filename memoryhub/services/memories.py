@@ -35,7 +35,7 @@ from memoryhub.replicas import note_write
 from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 from memoryhub.services.audit import record_access
 from memoryhub.services.forget import ForgetSelector, forget
-from memoryhub.services.quotas import check_memory_quota, stored_size
+from memoryhub.services.quotas import check_memory_quota, lock_usage, stored_size
 from memoryhub.services.write_checks import check_content, check_writable
 
 
@@ -283,6 +283,7 @@ def edit_memory(
         source = MemorySource.AGENT
     cipher = cipher_for(user)
     with transaction.atomic():
+        lock_usage(user.pk)  # Before the memory row: see quotas.lock_usage.
         memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
         memory = Memory.all_owners.select_for_update().get(pk=memory.pk)
         fields = ["updated_at"]

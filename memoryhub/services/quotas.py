@@ -8,6 +8,7 @@ come from queries/usage.py: one usage row a user, kept by triggers, never a coun
 from __future__ import annotations
 
 from datetime import datetime
+from uuid import UUID
 
 from django.conf import settings
 
@@ -32,6 +33,17 @@ def _refuse_above(used: int, adding: int, limit: int, *, quota: str, what: str) 
         )
 
 
+def lock_usage(user_id: UUID) -> MemoryUsage:
+    """Lock the user's usage row until the transaction ends (call inside atomic).
+
+    Every transaction that writes a user's memories takes it first: the triggers update it at
+    each insert, re-seal and delete, so a writer that locked a memory row first and the row
+    second could deadlock with one that went the other way (an edit against an extraction).
+    """
+    MemoryUsage.objects.bulk_create([MemoryUsage(user_id=user_id)], ignore_conflicts=True)
+    return MemoryUsage.objects.select_for_update().get(user_id=user_id)
+
+
 def check_memory_quota(*, user: User, memories: int, stored_bytes: int) -> None:
     """Refuse a write that would take the user or their workspace past a memory quota.
 
@@ -40,8 +52,7 @@ def check_memory_quota(*, user: User, memories: int, stored_bytes: int) -> None:
     workspace are not serialised (that would make the workspace one queue): together they may
     pass the workspace quotas by at most what they write at once.
     """
-    MemoryUsage.objects.bulk_create([MemoryUsage(user_id=user.pk)], ignore_conflicts=True)
-    usage = MemoryUsage.objects.select_for_update().get(user_id=user.pk)
+    usage = lock_usage(user.pk)
     _refuse_above(
         usage.memory_count,
         memories,
