@@ -13,7 +13,7 @@ from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
 from memoryhub.sealed_tables import JOURNAL_TABLE
 from memoryhub.services.audit import record_access
-from memoryhub.services.quotas import check_memory_quota
+from memoryhub.services.quotas import check_memory_quota, lock_usage
 from memoryhub.services.write_checks import check_content, check_writable
 
 
@@ -42,6 +42,7 @@ def add_journal_entry(
     # Security invariant: the key is matched by its keyed hash; it is stored only encrypted.
     key_hash = cipher.journal_key_hash(key) if key else ""
     with transaction.atomic():
+        lock_usage(user.pk)  # Before any journal row: see quotas.lock_usage.
         if key:
             existing = (
                 JournalEntry.objects.select_for_update()
