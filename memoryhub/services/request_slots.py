@@ -74,9 +74,3 @@ def release_request_slot(slot_id: UUID | None) -> None:
     """Give a slot back (a slot already gone, or None, is fine: releasing twice is harmless)."""
     if slot_id is not None:
         RequestSlot.objects.filter(pk=slot_id).delete()
-
-
-def running_requests(owner: str, *, now: datetime | None = None) -> int:
-    """How many requests the owner has running now (slots within their lease)."""
-    now = now or timezone.now()
-    return RequestSlot.objects.filter(owner=owner, expires_at__gt=now).count()
