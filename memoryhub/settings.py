@@ -417,6 +417,12 @@ MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600
 MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = env_int("MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE", 30)
 # The largest request body, in bytes: 413 above it (API, MCP and pages; memoryhub/body_limit.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 2_621_440)
+MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
+# A retry with the same idempotency key replays the first write for this long; an hourly sweep
+# deletes older records (a hash of the key and the ids it wrote), so the table stays bounded.
+MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = env_int("MEMORYHUB_IDEMPOTENCY_KEEP_HOURS", 24)
+MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
+
 # Quotas (memoryhub/services/quotas.py; 0 turns one off): 429 `quota_exceeded` past them.
 # Stored bytes: the ciphertext of memories (content, payload) and journal notes (models/usage.py).
 MEMORYHUB_QUOTA_MEMORIES_PER_USER = env_int("MEMORYHUB_QUOTA_MEMORIES_PER_USER", 250_000)
@@ -439,11 +445,6 @@ MEMORYHUB_REQUEST_SLOT_LEASE_SECONDS = env_int(
 # batches of this size.
 MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE = env_int("MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE", 500)
 MEMORYHUB_FORGET_EMBED_BATCH = env_int("MEMORYHUB_FORGET_EMBED_BATCH", 256, minimum=1)
-MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
-# A retry with the same idempotency key replays the first write for this long; an hourly sweep
-# deletes older records (a hash of the key and the ids it wrote), so the table stays bounded.
-MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = env_int("MEMORYHUB_IDEMPOTENCY_KEEP_HOURS", 24)
-MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
 
 # Maintenance: decay halves a normal memory's priority every half-life since its last use (low
 # importance twice as fast, high four times slower, critical never) and marks it dormant after
