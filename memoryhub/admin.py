@@ -264,6 +264,7 @@ class ExtractionRunAdmin(admin.ModelAdmin[ExtractionRun]):
         "fell_back_to_offline",
         "items_written",
         "items_rejected",
+        "items_over_quota",
         "input_tokens",
         "output_tokens",
         "requeue_count",

@@ -107,6 +107,8 @@ class ForgetReceipt:
     forgotten: int
     counts: dict[str, int]
     memory_ids: tuple[str, ...]
+    # Set when a large forget by query was queued: read its receipt with `forget_task`.
+    task_id: str | None = None
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -274,7 +276,15 @@ class MemoryHubClient:
             {"query": query, "topic": topic, "since": _iso(since), "until": _iso(until)}
         )
         data = self.request("POST", "/forget", body=body)
-        return ForgetReceipt(data["forgotten"], data["counts"], tuple(data["memory_ids"]))
+        return ForgetReceipt(
+            data["forgotten"], data["counts"], tuple(data["memory_ids"]), data.get("task_id")
+        )
+
+    def forget_task(self, user: str, task_id: str, *, mode: str = DEFAULT_MODE) -> dict[str, Any]:
+        """A queued forget: {"status": "queued"}, then "done" with its counts and memory ids."""
+        path = f"/forget/tasks/{task_id}"
+        result: dict[str, Any] = self.request("GET", path, params={"user": user, "mode": mode})
+        return result
 
     def profile(self, user: str, *, mode: str = DEFAULT_MODE) -> dict[str, list[Memory]]:
         """Active facts, preferences and procedures."""

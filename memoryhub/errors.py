@@ -118,3 +118,21 @@ class EmailNotVerifiedError(PermissionDeniedError):
     """A link opened by an account that has the link's address but has not confirmed it."""
 
     code = "email_not_verified"
+
+
+# Quotas and bounds (memoryhub/services/quotas.py, memoryhub/services/request_slots.py).
+class QuotaExceededError(MemoryHubError):
+    """A configured quota is reached; `quota` names it (the setting's name), nothing else."""
+
+    code = "quota_exceeded"
+    status = 429
+
+    def __init__(self, message: str, *, quota: str) -> None:
+        super().__init__(message)
+        self.quota = quota
+
+
+class TooManyConcurrentRequestsError(RateLimitedError):
+    """The key owner already has as many API or MCP requests running as allowed."""
+
+    code = "too_many_concurrent_requests"

@@ -156,6 +156,7 @@ MIDDLEWARE = [
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.AdminRequiresMfaMiddleware",
     "accounts.middleware.NeverCacheSignedInPagesMiddleware",
+    "memoryhub.api.request_slots.ReleaseRequestSlotMiddleware",
 ]
 
 if not DEBUG:
@@ -437,6 +438,29 @@ MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
 # deletes older records (a hash of the key and the ids it wrote), so the table stays bounded.
 MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = env_int("MEMORYHUB_IDEMPOTENCY_KEEP_HOURS", 24)
 MEMORYHUB_WORKING_MEMORY_TTL_DAYS = env_int("MEMORYHUB_WORKING_MEMORY_TTL_DAYS", 30)
+
+# Quotas (memoryhub/services/quotas.py; 0 turns one off): 429 `quota_exceeded` past them.
+# Stored bytes: the ciphertext of memories (content, payload) and journal notes (models/usage.py).
+MEMORYHUB_QUOTA_MEMORIES_PER_USER = env_int("MEMORYHUB_QUOTA_MEMORIES_PER_USER", 250_000)
+MEMORYHUB_QUOTA_BYTES_PER_USER = env_int("MEMORYHUB_QUOTA_BYTES_PER_USER", 1024**3)
+MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE = env_int(
+    "MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE", 10_000_000
+)
+MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE = env_int("MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE", 40 * 1024**3)
+MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY = env_int("MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY", 5000)
+MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY = env_int(
+    "MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY", 2000
+)
+# API and MCP requests one key owner may have running at once, over every web worker (429
+# `too_many_concurrent_requests` above); a slot left by a killed worker expires after the lease.
+MEMORYHUB_MAX_CONCURRENT_REQUESTS = env_int("MEMORYHUB_MAX_CONCURRENT_REQUESTS", 32)
+MEMORYHUB_REQUEST_SLOT_LEASE_SECONDS = env_int(
+    "MEMORYHUB_REQUEST_SLOT_LEASE_SECONDS", 300, minimum=1
+)
+# A forget by query of more memories than this runs as a task; the query is embedded in
+# batches of this size.
+MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE = env_int("MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE", 500)
+MEMORYHUB_FORGET_EMBED_BATCH = env_int("MEMORYHUB_FORGET_EMBED_BATCH", 256, minimum=1)
 
 # Maintenance: decay halves a normal memory's priority every half-life since its last use (low
 # importance twice as fast, high four times slower, critical never) and marks it dormant after

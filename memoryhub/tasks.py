@@ -21,6 +21,7 @@ from memoryhub.services import (
     decay,
     deletion_requests,
     extraction_queue,
+    forget_tasks,
     graph,
     idempotency,
     ingest,
@@ -156,6 +157,13 @@ def compact_threads() -> int:
     return compaction.compact_long_threads(
         embedder=default_embedder(), active_since=active_since
     ).messages
+
+
+@_task("memoryhub.run_forget_task", soft_time_limit=1740, time_limit=1800)
+def run_forget_task(task_id: str) -> dict[str, int]:
+    """Run a forget by query queued by a request; return its counts by kind (idempotent)."""
+    task = forget_tasks.run_forget_task(task_id=task_id, embedder=default_embedder())
+    return dict(task.counts)
 
 
 @_task("memoryhub.forget_data", soft_time_limit=540, time_limit=600)

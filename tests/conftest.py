@@ -30,7 +30,7 @@ def _tasks_queue_in_memory():
 def django_db_setup(django_db_setup, django_db_blocker):
     """The test database lets flush TRUNCATE the audit table between transactional tests.
 
-    The audit's TRUNCATE trigger (migration 0021) allows it only where this setting is on; it is
+    The audit's TRUNCATE trigger (migration 0026) allows it only where this setting is on; it is
     set on the throwaway test database alone, for every connection opened from now on.
     """
     with django_db_blocker.unblock():

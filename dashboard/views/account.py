@@ -28,6 +28,7 @@ from memoryhub.models import Agent, ApiKey, Mode
 from memoryhub.paging import page_number
 from memoryhub.queries.access_log import list_access_entries
 from memoryhub.queries.connections import list_connected_agents, list_personal_keys
+from memoryhub.queries.usage import usage_lines
 from memoryhub.services.agents import create_personal_key, revoke_key
 from memoryhub.services.forget import delete_account
 from memoryhub.services.preferences import (
@@ -48,10 +49,11 @@ NEW_KEY_SESSION = "new_personal_key"
 @require_safe
 @login_required
 def settings_page(request: AuthedRequest) -> HttpResponse:
-    """Pause memory, memory off per mode, retention, and links to every other control."""
+    """Pause memory, memory off per mode, usage, retention, and links to every other control."""
     retention = RetentionForm(initial={"retention_days": request.user.retention_days or ""})
     modes = Mode.objects.filter(user=request.user)
-    return render(request, "dashboard/settings.html", {"retention_form": retention, "modes": modes})
+    context = {"retention_form": retention, "modes": modes, "usage": usage_lines(request.user)}
+    return render(request, "dashboard/settings.html", context)
 
 
 @require_POST

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import base64
-import json
 from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -19,10 +17,10 @@ from django.views.decorators.http import require_http_methods, require_safe
 from dashboard.forms import DeleteAllForm, ForgetForm
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import MemoryHubError
-from memoryhub.http import AuthedRequest
+from memoryhub.http import AuthedRequest, StreamedDownload
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Mode
-from memoryhub.queries.export import export_user_data
+from memoryhub.queries.export import stream_user_data
 from memoryhub.queries.forget_preview import ForgetPreview, preview_forget
 from memoryhub.queries.memories import MemoryItem
 from memoryhub.services.curation import forget_all_modes, forget_mode
@@ -177,11 +175,11 @@ def delete_all(request: AuthedRequest, mode_slug: str) -> HttpResponse:
 
 @require_safe
 @login_required
-def export(request: AuthedRequest) -> HttpResponse:
+def export(request: AuthedRequest) -> StreamedDownload:
     """Download everything of the user, decrypted, as one JSON file."""
-    document = export_user_data(user=request.user, actor=actor_of(request))
-    body = json.dumps(document, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2)
-    response = HttpResponse(body, content_type="application/json; charset=utf-8")
+    parts = stream_user_data(user=request.user, actor=actor_of(request))
+    # Streamed: a user with 100,000 memories must not cost the worker their whole file.
+    response = StreamedDownload(request, parts, content_type="application/json; charset=utf-8")
     filename = f"memoryhub-export-{timezone.now():%Y%m%d-%H%M%S}.json"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     # The file holds the user's decrypted memory: no shared cache may keep it.

@@ -25,11 +25,14 @@ from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key, key_owner
 from memoryhub.services.audit import record_access
 from memoryhub.services.ratelimit import check_rate_limit, count_invalid_key
+from memoryhub.services.request_slots import acquire_request_slot
 from memoryhub.services.users import ensure_mode
 
 DEFAULT_MODE = "personal"
 # What a personal key may write for `user` to mean its own owner (so may leave it out).
 OWN_USER = "me"
+# Where an API request keeps the id of its concurrent-request slot until it ends.
+REQUEST_SLOT_KEY = "memoryhub.request_slot"
 # last_used_at is informative only: one write per key per minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -77,7 +80,11 @@ class ApiKeyAuth(HttpBearer):
 
     @sensitive_variables("token")
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey:
-        return authenticate_key(token, client_ip=client_ip(request))
+        api_key = authenticate_key(token, client_ip=client_ip(request))
+        # Given back by ReleaseRequestSlotMiddleware (api/request_slots.py) however the
+        # request ends.
+        request.META[REQUEST_SLOT_KEY] = acquire_request_slot(key_owner(api_key))
+        return api_key
 
 
 def actor_for_key(api_key: ApiKey, *, channel: Channel, ip: str | None) -> Actor:

@@ -26,11 +26,13 @@ from memoryhub.errors import (
 )
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
-from memoryhub.models import Memory, MemorySource, MemoryStatus
+from memoryhub.models import ForgetTask, Memory, MemorySource, MemoryStatus
 from memoryhub.personal_data import tag_personal_data
+from memoryhub.queries.forget_tasks import get_forget_task
 from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory, list_memories
 from memoryhub.services.agents import key_owner
-from memoryhub.services.forget import ForgetSelector, forget
+from memoryhub.services.forget import ForgetSelector
+from memoryhub.services.forget_tasks import forget_or_queue
 from memoryhub.services.idempotency import IdempotencyKey, remember_once
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
 
@@ -40,6 +42,7 @@ from .schemas import (
     DeletedOut,
     ForgetIn,
     ForgetOut,
+    ForgetTaskOut,
     MemoryBatchIn,
     MemoryBatchOut,
     MemoryFields,
@@ -198,9 +201,15 @@ def read_memory(scope: Scope, memory_id: UUID) -> MemoryOut:
     return MemoryOut.of(item)
 
 
-def forget_memories(scope: Scope, payload: ForgetIn, *, embedder: Embedder) -> ForgetOut:
-    """Forget for good what the selector picks, and what was derived from it."""
-    receipt = forget(
+def forget_memories(
+    scope: Scope, payload: ForgetIn, *, embedder: Embedder
+) -> ForgetOut | ForgetTaskOut:
+    """Forget for good what the selector picks, and what was derived from it.
+
+    A query that picks many memories is queued instead: the answer is the task, whose receipt
+    GET /forget/tasks/{id} shows once it ran.
+    """
+    result = forget_or_queue(
         user=scope.user,
         mode=scope.mode,
         selector=ForgetSelector(
@@ -213,11 +222,13 @@ def forget_memories(scope: Scope, payload: ForgetIn, *, embedder: Embedder) -> F
         actor=scope.actor,
         embedder=embedder,
     )
+    if isinstance(result, ForgetTask):
+        return ForgetTaskOut.of(result)
     return ForgetOut(
-        forgotten=len(receipt.memory_ids),
-        counts=receipt.counts,
-        memory_ids=list(receipt.memory_ids),
-        deleted_at=receipt.deleted_at,
+        forgotten=len(result.memory_ids),
+        counts=result.counts,
+        memory_ids=list(result.memory_ids),
+        deleted_at=result.deleted_at,
     )
 
 
@@ -312,8 +323,21 @@ def delete_memory_route(
     return DeletedOut(deleted=deleted)
 
 
-@router.post("/forget", response={200: ForgetOut, **ERRORS})
-def forget_route(request: HttpRequest, payload: ForgetIn) -> ForgetOut:
-    """Forget memories by ids, period, topic or query (criteria combine); gone from every read."""
+@router.post("/forget", response={200: ForgetOut, 202: ForgetTaskOut, **ERRORS})
+def forget_route(request: HttpRequest, payload: ForgetIn) -> Status[ForgetOut | ForgetTaskOut]:
+    """Forget memories by ids, period, topic or query (criteria combine); gone from every read.
+
+    202 with a task when a query picks more memories than MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE.
+    """
     scope = resolve_scope(request, payload.user, payload.mode)
-    return forget_memories(scope, payload, embedder=default_embedder())
+    result = forget_memories(scope, payload, embedder=default_embedder())
+    return Status(202 if isinstance(result, ForgetTaskOut) else 200, result)
+
+
+@router.get("/forget/tasks/{task_id}", response={200: ForgetTaskOut, **ERRORS})
+def forget_task_route(
+    request: HttpRequest, task_id: UUID, scope_in: Query[ScopeIn]
+) -> ForgetTaskOut:
+    """A queued forget: "queued", or "done" with its receipt."""
+    scope = resolve_scope(request, scope_in.user, scope_in.mode)
+    return ForgetTaskOut.of(get_forget_task(user=scope.user, mode=scope.mode, task_id=task_id))

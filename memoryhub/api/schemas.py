@@ -9,6 +9,7 @@ from uuid import UUID
 from ninja import Schema
 from pydantic import AfterValidator, Field, field_validator
 
+from memoryhub.models import ForgetTask
 from memoryhub.queries.memories import MemoryItem
 
 
@@ -251,6 +252,30 @@ class ForgetOut(Schema):
     counts: dict[str, int] = Field(description="Everything removed, by kind (fact, message, …).")
     memory_ids: list[UUID]
     deleted_at: datetime
+
+
+class ForgetTaskOut(Schema):
+    """A forget by query too large for one request: queued, and its receipt once it ran."""
+
+    task_id: UUID
+    status: str = Field(description='"queued", then "done" with the receipt below.')
+    forgotten: int = Field(description="How many memories were forgotten (0 while queued).")
+    counts: dict[str, int] = Field(description="Everything removed, by kind (empty while queued).")
+    memory_ids: list[UUID]
+    created_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, task: ForgetTask) -> ForgetTaskOut:
+        return cls(
+            task_id=task.id,
+            status=task.status,
+            forgotten=len(task.memory_ids),
+            counts=task.counts,
+            memory_ids=[UUID(pk) for pk in task.memory_ids],
+            created_at=task.created_at,
+            finished_at=task.finished_at,
+        )
 
 
 class ProfileOut(Schema):

@@ -42,6 +42,11 @@ from memoryhub.models import (
 from memoryhub.personal_data import scrub_personal_data
 from memoryhub.sealed_tables import ANSWER_TABLE, CANDIDATE_TABLE
 from memoryhub.services.audit import record_access
+from memoryhub.services.quotas import (
+    check_answer_quota,
+    check_candidate_quota,
+    has_candidate_quota_left,
+)
 from memoryhub.services.write_checks import check_content, check_writable
 from memoryhub.task_queue import RECORD_ANSWER_IN_GRAPH, enqueue
 
@@ -270,6 +275,7 @@ def report_answer(
     ConflictError (incognito session) and MemoryPausedError.
     """
     check_writable(user, actor, mode)
+    check_answer_quota(user=user)
     question = check_content(question, field="question")
     answer = check_content(answer, field="answer")
     checked = check_signals(signals)
@@ -284,6 +290,10 @@ def report_answer(
         answer, context_ids=ids, today=today or timezone.localdate()
     )
     is_captured = composite < workspace.review_threshold or bool(findings)
+    if is_captured and not has_candidate_quota_left(workspace=workspace):
+        # The answer is still recorded; only its capture for review is skipped and logged.
+        logger.warning("candidate quota reached in workspace %s: answer not captured", workspace.pk)
+        is_captured = False
     draft = (
         _draft(user=user, question=question, answer=answer, comment=None, embedder=embedder)
         if is_captured
@@ -372,6 +382,12 @@ def record_feedback(
         draft = _draft(
             user=user, question=question, answer=answer, comment=comment, embedder=embedder
         )
+    if draft is not None and not has_candidate_quota_left(workspace=user.workspace):
+        # The thumbs down is still recorded; only its capture for review is skipped and logged.
+        logger.warning(
+            "candidate quota reached in workspace %s: feedback not captured", user.workspace_id
+        )
+        draft = None
     adjustment = -FEEDBACK_ADJUSTMENT if is_down else FEEDBACK_ADJUSTMENT
     with transaction.atomic():
         record.feedback = value
@@ -428,6 +444,7 @@ def propose_knowledge_candidate(
     """
     check_writable(user, actor, mode)
     statement = check_content(statement, field="statement")
+    check_candidate_quota(workspace=user.workspace)
     draft = _draft(user=user, question=None, answer=statement, comment=None, embedder=embedder)
     with transaction.atomic():
         candidate = _create_candidate(draft, user=user, mode=mode)

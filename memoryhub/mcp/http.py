@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -17,6 +20,8 @@ from memoryhub.api.auth import authenticate_key
 from memoryhub.body_limit import limit_body
 from memoryhub.errors import MemoryHubError, NotAuthenticatedError, RateLimitedError
 from memoryhub.models import ApiKey
+from memoryhub.services.agents import key_owner
+from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
 from memoryhub.unavailable import (
     DATABASE_UNAVAILABLE_ERRORS,
     UNAVAILABLE_CODE,
@@ -33,20 +38,32 @@ Send = Callable[[Message], Awaitable[None]]
 # Loose on purpose: Django's and Starlette's handlers spell the same ASGI types differently.
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
+logger = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 API_KEY_SCOPE_KEY = "memoryhub.api_key"
 
 
 @sensitive_variables("authorization", "token")
-def _authenticate(authorization: str, client_ip: str | None) -> ApiKey:
+def _authenticate(authorization: str, client_ip: str | None) -> tuple[ApiKey, UUID | None]:
+    """The caller's key and the concurrent-request slot it takes (release it when done)."""
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise NotAuthenticatedError("missing API key: send Authorization: Bearer <key>")
     close_old_connections()
     try:
-        return authenticate_key(token, client_ip=client_ip)
+        api_key = authenticate_key(token, client_ip=client_ip)
+        return api_key, acquire_request_slot(key_owner(api_key))
     finally:
         # Runs on asgiref's executor thread, outside Django's request cycle: don't keep it open.
+        connection.close()
+
+
+def _release(slot_id: UUID | None) -> None:
+    try:
+        release_request_slot(slot_id)
+    except DATABASE_UNAVAILABLE_ERRORS:
+        logger.warning("could not release a request slot", exc_info=True)
+    finally:
         connection.close()
 
 
@@ -117,7 +134,7 @@ def build_mcp_app() -> ASGIApp:
         authorization = headers.get(b"authorization", b"").decode("latin-1")
         client = scope.get("client")
         try:
-            api_key = await sync_to_async(_authenticate)(
+            api_key, slot_id = await sync_to_async(_authenticate)(
                 authorization, client[0] if client else None
             )
         except MemoryHubError as exc:
@@ -127,7 +144,11 @@ def build_mcp_app() -> ASGIApp:
             log_unavailable(exc)
             await _send_unavailable(send)
             return
-        await inner({**scope, API_KEY_SCOPE_KEY: api_key}, receive, send)
+        try:
+            await inner({**scope, API_KEY_SCOPE_KEY: api_key}, receive, send)
+        finally:
+            # Also when the client disconnects and the request is cancelled.
+            await asyncio.shield(sync_to_async(_release)(slot_id))
 
     return mcp_app
 

@@ -1,6 +1,7 @@
 """MemoryHub's models, one module per concept; import them from here."""
 
 from .audit import ActorType, AuditEntry, Channel
+from .forget_tasks import ForgetTask
 from .graph import (
     EdgeType,
     GraphEdge,
@@ -32,6 +33,7 @@ from .memories import (
 )
 from .ratelimit import RateLimitWindow
 from .sessions import ExtractionRun, Message, Session
+from .usage import MemoryUsage, RequestSlot
 from .user_links import UserLink
 from .workspace_keys import WorkspaceKey
 from .workspaces import (
@@ -60,6 +62,7 @@ __all__ = [
     "ExtractionRun",
     "FailureClass",
     "Feedback",
+    "ForgetTask",
     "GraphEdge",
     "GraphMaintenanceRun",
     "GraphNode",
@@ -75,11 +78,13 @@ __all__ = [
     "MemoryQuerySet",
     "MemorySource",
     "MemoryStatus",
+    "MemoryUsage",
     "MemoryVersion",
     "Message",
     "Mode",
     "NodeType",
     "RateLimitWindow",
+    "RequestSlot",
     "Session",
     "User",
     "UserKey",

@@ -80,6 +80,8 @@ class AnswerRecord(models.Model):
         db_table = "review_answerrecord"
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["user", "mode"], name="answer_record_scope_idx"),
+            # The daily answer quota counts one user's answers since midnight.
+            models.Index(fields=["user", "created_at"], name="answer_record_daily_idx"),
         ]
 
     def __str__(self) -> str:
@@ -148,6 +150,8 @@ class LearningCandidate(models.Model):
         db_table = "review_learningcandidate"
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["workspace", "status"], name="candidate_queue_idx"),
+            # The daily candidate quota counts one workspace's candidates since midnight.
+            models.Index(fields=["workspace", "created_at"], name="candidate_daily_idx"),
         ]
 
     def __str__(self) -> str:

@@ -149,6 +149,9 @@ class ExtractionRun(models.Model):
     cache_creation_tokens = models.PositiveIntegerField(default=0)
     items_written = models.PositiveIntegerField(default=0)
     items_rejected = models.PositiveIntegerField(default=0, help_text="Ungrounded: hallucinations.")
+    items_over_quota = models.PositiveIntegerField(
+        default=0, help_text="Not stored: the user was at a memory quota."
+    )
     fell_back_to_offline = models.BooleanField(default=False)
     error = models.TextField(blank=True)
     requeue_count = models.PositiveSmallIntegerField(

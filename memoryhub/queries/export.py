@@ -1,17 +1,19 @@
-"""Export everything of one user as one JSON document: their own data, decrypted."""
+"""Export everything of one user as one JSON document (built whole, or streamed), decrypted."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from functools import partial
 from typing import Any
 from uuid import UUID
 
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.json_stream import Streamed, json_pieces
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.knowledge.export import export_answers, export_candidates
 from memoryhub.models import (
@@ -26,7 +28,7 @@ from memoryhub.models import (
     User,
 )
 from memoryhub.queries.memories import decrypt_memory, memories_of
-from memoryhub.replicas import read_for_user
+from memoryhub.replicas import read_alias_for, read_for_user
 from memoryhub.sealed_tables import (
     JOURNAL_TABLE,
     MESSAGE_TABLE,
@@ -43,10 +45,21 @@ def _when(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
-def _versions(user: User, cipher: UserCipher, using: str) -> dict[UUID, list[dict[str, Any]]]:
+# Memories are read a page at a time (keyset on created_at, id), with their versions and
+# sources: the export of a user with 100,000 memories never holds more than a page of them.
+EXPORT_PAGE_SIZE = 1000
+
+
+def _versions(
+    memory_ids: list[UUID], cipher: UserCipher, using: str
+) -> dict[UUID, list[dict[str, Any]]]:
     by_memory: dict[UUID, list[dict[str, Any]]] = defaultdict(list)
-    versions = MemoryVersion.objects.using(using).filter(memory__user=user).order_by("created_at")
-    for version in versions.iterator(chunk_size=2000):
+    versions = (
+        MemoryVersion.objects.using(using)
+        .filter(memory_id__in=memory_ids)
+        .order_by("created_at", "id")
+    )
+    for version in versions:
         by_memory[version.memory_id].append(
             {
                 "content": cipher.decrypt(
@@ -63,18 +76,35 @@ def _versions(user: User, cipher: UserCipher, using: str) -> dict[UUID, list[dic
     return by_memory
 
 
-def _memories(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict[str, Any]]]:
-    versions = _versions(user, cipher, using)
+def _sources(memory_ids: list[UUID], using: str) -> dict[UUID, list[str]]:
     sources: dict[UUID, list[str]] = defaultdict(list)
-    links = Memory.source_messages.through.objects.using(using).filter(memory__user=user)
-    for memory_id, message_id in links.values_list("memory_id", "message_id").iterator():
+    links = Memory.source_messages.through.objects.using(using).filter(memory_id__in=memory_ids)
+    for memory_id, message_id in links.values_list("memory_id", "message_id").order_by("id"):
         sources[memory_id].append(str(message_id))
-    by_mode: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    rows = memories_of(user=user, mode=None).using(using).defer("embedding", "blind_tokens")
-    for row in rows.order_by("created_at", "id").iterator(chunk_size=2000):
-        item = decrypt_memory(row, cipher)
-        by_mode[row.mode_id].append(
-            {
+    return sources
+
+
+def _memory_rows(user: User, mode: Mode, using: str) -> Iterator[list[Memory]]:
+    """The mode's memory rows, oldest first, a page at a time."""
+    rows = memories_of(user=user, mode=mode).using(using).defer("embedding", "blind_tokens")
+    rows = rows.order_by("created_at", "id")
+    page = list(rows[:EXPORT_PAGE_SIZE])
+    while page:
+        yield page
+        last = page[-1]
+        after = Q(created_at__gt=last.created_at) | Q(created_at=last.created_at, id__gt=last.id)
+        page = list(rows.filter(after)[:EXPORT_PAGE_SIZE])
+
+
+def _memories(user: User, mode: Mode, cipher: UserCipher, using: str) -> Iterator[dict[str, Any]]:
+    """The mode's memories, decrypted, as export items, a page at a time."""
+    for page in _memory_rows(user, mode, using):
+        ids = [row.id for row in page]
+        versions = _versions(ids, cipher, using)
+        sources = _sources(ids, using)
+        for row in page:
+            item = decrypt_memory(row, cipher)
+            yield {
                 "id": str(item.id),
                 "kind": item.kind,
                 "content": item.content,
@@ -94,8 +124,6 @@ def _memories(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict
                 "source_message_ids": sources.get(item.id, []),
                 "previous_versions": versions.get(item.id, []),
             }
-        )
-    return by_mode
 
 
 def _working_memory(session: Session, cipher: UserCipher) -> Any:
@@ -186,8 +214,13 @@ def _journal(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict[
     return by_mode
 
 
-def _document(user: User, cipher: UserCipher, using: str) -> dict[str, Any]:
-    memories = _memories(user, cipher, using)
+def _document(
+    user: User,
+    cipher: UserCipher,
+    using: str,
+    *,
+    memories_of_mode: Callable[[Mode], Streamed | list[dict[str, Any]]],
+) -> dict[str, Any]:
     sessions = _sessions(user, cipher, using)
     journal = _journal(user, cipher, using)
     answers = export_answers(user, cipher, using)
@@ -209,7 +242,7 @@ def _document(user: User, cipher: UserCipher, using: str) -> dict[str, Any]:
             {
                 "slug": mode.slug,
                 "name": mode.name,
-                "memories": memories.get(mode.pk, []),
+                "memories": memories_of_mode(mode),
                 "sessions": sessions.get(mode.pk, []),
                 "agent_journal": journal.get(mode.pk, []),
                 "answers": answers.get(mode.pk, []),
@@ -237,10 +270,22 @@ def _document(user: User, cipher: UserCipher, using: str) -> dict[str, Any]:
 
 
 def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
-    """Everything of the user, decrypted, as one JSON-ready document; writes an audit row."""
+    """Everything of the user, decrypted, as one JSON-ready document; writes an audit row.
+
+    Holds it all in memory: the dashboard's download uses `stream_user_data` instead.
+    """
     cipher = cipher_for(user)
+
+    def build(using: str) -> dict[str, Any]:
+        return _document(
+            user,
+            cipher,
+            using,
+            memories_of_mode=lambda mode: list(_memories(user, mode, cipher, using)),
+        )
+
     # Read from a replica that has the user's last write, or from the primary.
-    document = read_for_user(user.pk, partial(_document, user, cipher))
+    document = read_for_user(user.pk, build)
     record_access(
         actor=actor,
         subject_user_id=user.pk,
@@ -248,3 +293,28 @@ def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
         object_ids=[mode["slug"] for mode in document["modes"]],
     )
     return document
+
+
+def stream_user_data(*, user: User, actor: Actor) -> Iterator[str]:
+    """Everything of the user, decrypted, as the export's JSON text in pieces; audited first.
+
+    The same text as `export_user_data` dumped with indent 2, but memories are read, decrypted
+    and written a page at a time. Sessions, the journal and answers are read whole, as in
+    `export_user_data`. Iterate it on the request's thread: it reads the database as it goes.
+    """
+    cipher = cipher_for(user)
+    # One database for the whole file: a stream cannot start again on the primary halfway.
+    using = read_alias_for(user.pk)
+    document = _document(
+        user,
+        cipher,
+        using,
+        memories_of_mode=lambda mode: Streamed(_memories(user, mode, cipher, using)),
+    )
+    record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action="account.export",
+        object_ids=[mode["slug"] for mode in document["modes"]],
+    )
+    return json_pieces(document)

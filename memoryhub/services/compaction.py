@@ -24,6 +24,7 @@ from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.audit import record_access
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
+from memoryhub.services.quotas import lock_usage
 from memoryhub.services.summaries import (
     COMPACTION_GENERATOR,
     SummarySource,
@@ -83,6 +84,7 @@ def compact_session(*, session: Session, embedder: Embedder, keep_recent: int | 
     }
     scoped = Memory.objects.for_owner(user=session.user, mode=session.mode)
     with transaction.atomic():
+        lock_usage(session.user_id)  # Before any memory row: see quotas.lock_usage.
         summary = scoped.filter(idempotency_key=compaction_key(session.pk)).first()
         if summary is None:
             summary = _create_summary(session, content, payload, cipher, embedder)

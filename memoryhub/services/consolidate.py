@@ -38,6 +38,7 @@ from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, status_for
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
+from memoryhub.services.quotas import lock_usage
 from memoryhub.services.summaries import compose_theme, topics_of
 
 THEME_MIN_EPISODES = 3
@@ -258,6 +259,7 @@ def consolidate_mode(
 ) -> ConsolidationReport:
     """Build themes and merge duplicates in one mode; running it again changes nothing."""
     with transaction.atomic():
+        lock_usage(user.pk)  # Before any memory row: see quotas.lock_usage.
         themes = build_themes(user=user, mode=mode, embedder=embedder, now=now)
         merged = merge_duplicate_facts(user=user, mode=mode)
         covered = Memory.derived_from.through.objects.filter(

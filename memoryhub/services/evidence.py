@@ -36,6 +36,11 @@ from memoryhub.services.confidence import (
     supersede,
 )
 from memoryhub.services.memories import NewMemory, build_memory
+from memoryhub.services.quotas import (
+    SEAL_OVERHEAD_BYTES,
+    is_within_memory_quota,
+    lock_usage,
+)
 from memoryhub.services.write_checks import check_content, check_writable
 
 # A near-duplicate is close in meaning *and* in wording: similar embeddings alone would merge
@@ -54,6 +59,8 @@ class StoreReport:
     superseded: tuple[UUID, ...] = ()
     conflicts: tuple[UUID, ...] = ()
     rejected: int = 0
+    # New items not stored because the user or workspace is at a memory quota.
+    over_quota: int = 0
 
     @property
     def written(self) -> int:
@@ -74,6 +81,7 @@ class _Batch:
     reinforced: list[UUID] = field(default_factory=list)
     superseded: list[UUID] = field(default_factory=list)
     conflicts: list[UUID] = field(default_factory=list)
+    over_quota: int = 0
 
 
 def store_items(
@@ -107,6 +115,7 @@ def store_items(
     )
     vectors = embedder.embed([item.content for item in items])
     with transaction.atomic():
+        lock_usage(session.user_id)  # Before any memory row: see quotas.lock_usage.
         for item, vector in zip(items, vectors, strict=True):
             _apply_item(batch, item, vector)
         touched = [*batch.created, *batch.reinforced, *batch.superseded]
@@ -124,6 +133,7 @@ def store_items(
         superseded=tuple(batch.superseded),
         conflicts=tuple(batch.conflicts),
         rejected=unusable,
+        over_quota=batch.over_quota,
     )
 
 
@@ -279,6 +289,12 @@ def _create(
     batch: _Batch, item: ExtractedItem, vector: list[float], conflicting: list[Memory]
 ) -> None:
     session = batch.session
+    # At a quota the item is skipped and counted, before any older value is superseded: the
+    # run still finishes (an exception would fail it and its retries would fail the same way).
+    estimate = len(item.content.encode()) + SEAL_OVERHEAD_BYTES
+    if not is_within_memory_quota(user=session.user, memories=1, stored_bytes=estimate):
+        batch.over_quota += 1
+        return
     confidence = (
         climb_ladder(
             current=None,

@@ -41,6 +41,7 @@ from memoryhub.services.audit import record_access, subject_pseudonym
 from memoryhub.services.forget_cascade import cascade, regenerate, restore, weaken
 from memoryhub.services.forget_selection import ForgetPlan, ForgetSelector, plan_forget
 from memoryhub.services.graph import forget_user_data as forget_graph_data
+from memoryhub.services.quotas import lock_usage
 
 __all__ = [
     "DeletionReceipt",
@@ -125,6 +126,7 @@ def forget(
     # Rewritten summaries and undone edits need fresh embeddings even without a query.
     embedder = embedder or default_embedder()
     with transaction.atomic():
+        lock_usage(user.pk)  # Before any memory row: see quotas.lock_usage.
         plan = plan_forget(
             user=user, mode=mode, selector=selector, cipher=cipher, embedder=embedder
         )

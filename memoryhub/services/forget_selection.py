@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import Q
 from pgvector.django import CosineDistance
 
@@ -113,14 +114,27 @@ def select_texts(
         words = _topic_words(selector.topic)
         chosen = {pk for pk in chosen if _mentions(texts[pk], words)}
     if selector.query and embedder is not None and chosen:
-        ordered = sorted(chosen)
-        vectors = embedder.embed([selector.query, *(texts[pk] for pk in ordered)])
-        chosen = {
-            pk
-            for pk, vector in zip(ordered, vectors[1:], strict=True)
-            if _similarity(vectors[0], vector) >= QUERY_MIN_SIMILARITY
-        }
+        chosen = _near_query(selector.query, [(pk, texts[pk]) for pk in sorted(chosen)], embedder)
     return chosen
+
+
+def _near_query(query: str, texts: Sequence[tuple[UUID, str]], embedder: Embedder) -> set[UUID]:
+    """The ids whose text is about the query, embedding MEMORYHUB_FORGET_EMBED_BATCH at a time.
+
+    Only one batch of vectors is alive at once, whatever the number of texts.
+    """
+    (query_vector,) = embedder.embed([query])
+    batch = settings.MEMORYHUB_FORGET_EMBED_BATCH
+    near: set[UUID] = set()
+    for start in range(0, len(texts), batch):
+        chunk = texts[start : start + batch]
+        vectors = embedder.embed([text for _, text in chunk])
+        near.update(
+            pk
+            for (pk, _), vector in zip(chunk, vectors, strict=True)
+            if _similarity(query_vector, vector) >= QUERY_MIN_SIMILARITY
+        )
+    return near
 
 
 def _payload_mentions(payload: Mapping[str, Any], words: set[str]) -> bool:

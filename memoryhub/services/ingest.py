@@ -55,6 +55,7 @@ from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import cite_messages as cite_messages
 from memoryhub.services.evidence import store_items
 from memoryhub.services.memories import NewMemory, build_memory
+from memoryhub.services.quotas import is_within_memory_quota, stored_size
 from memoryhub.services.write_checks import check_content
 
 logger = logging.getLogger(__name__)
@@ -279,7 +280,7 @@ def _finish_run(
             actor=actor,
             extractor_name=result.extractor,
         )
-        summary_id = _store_summary(session, grounded, embedder)
+        summary_id, summary_over_quota = _store_summary(session, grounded, embedder)
         locked.status = ExtractionRun.Status.DONE
         locked.extractor = (
             f"{result.extractor}:{result.model}" if result.model else result.extractor
@@ -291,6 +292,8 @@ def _finish_run(
         locked.cache_creation_tokens += result.usage.cache_creation_tokens
         locked.items_written = report.written + (1 if summary_id else 0)
         locked.items_rejected = len(rejected) + report.rejected
+        # Skipped, not failed: a run that raised would be retried into the same quota.
+        locked.items_over_quota = report.over_quota + summary_over_quota
         locked.finished_at = timezone.now()
         locked.save()
         _set_session_status(session, Session.ExtractionStatus.DONE)
@@ -305,14 +308,17 @@ def _finish_run(
     return locked
 
 
-def _store_summary(session: Session, result: ExtractionResult, embedder: Embedder) -> UUID | None:
+def _store_summary(
+    session: Session, result: ExtractionResult, embedder: Embedder
+) -> tuple[UUID | None, int]:
+    """Store the session's summary; return its id and 1 if a memory quota kept it out."""
     summary = result.summary
     if summary is None or not summary.text.strip():
-        return None
+        return None, 0
     try:
         text = check_content(summary.text)
     except (InvalidInputError, ContentTooLargeError):
-        return None
+        return None, 0
     cipher = cipher_for(session.user_id)
     item = NewMemory(
         kind=MemoryKind.SESSION_SUMMARY,
@@ -337,7 +343,9 @@ def _store_summary(session: Session, result: ExtractionResult, embedder: Embedde
         session_id=session.pk,
         agent_id=session.agent_id,
     )
+    if not is_within_memory_quota(user=session.user, memories=1, stored_bytes=stored_size(row)):
+        return None, 1
     row.save()
     if summary.quote_message_ids:
         cite_messages(row, summary.quote_message_ids)
-    return row.pk
+    return row.pk, 0

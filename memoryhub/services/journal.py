@@ -13,6 +13,7 @@ from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
 from memoryhub.sealed_tables import JOURNAL_TABLE
 from memoryhub.services.audit import record_access
+from memoryhub.services.quotas import check_memory_quota, lock_usage
 from memoryhub.services.write_checks import check_content, check_writable
 
 
@@ -41,29 +42,36 @@ def add_journal_entry(
     # Security invariant: the key is matched by its keyed hash; it is stored only encrypted.
     key_hash = cipher.journal_key_hash(key) if key else ""
     with transaction.atomic():
+        lock_usage(user.pk)  # Before any journal row: see quotas.lock_usage.
         existing = _unresolved_with_key(agent=agent, user=user, mode=mode, key_hash=key_hash)
         if existing is not None:
             return _reused(existing, mode=mode, actor=actor), False
         entry_id = uuid4()
+        # Security invariant: the summary is about the user, so it is encrypted with their key.
+        sealed_summary = cipher.encrypt(
+            summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
+        )
+        sealed_key = (
+            cipher.encrypt(key, table=JOURNAL_TABLE, row_id=entry_id, field="key") if key else None
+        )
+        # The journal's ciphertext counts in the user's stored bytes (migration 0029).
+        check_memory_quota(
+            user=user,
+            memories=0,
+            stored_bytes=len(sealed_summary) + len(sealed_key or b""),
+        )
         try:
             # A savepoint: the transaction goes on after a concurrent writer won the race.
             with transaction.atomic():
-                # Security invariant: the summary is about the user; their key encrypts it.
                 entry = JournalEntry.objects.create(
                     id=entry_id,
                     agent=agent,
                     user=user,
                     mode=mode,
                     entry_type=entry_type,
-                    summary_ciphertext=cipher.encrypt(
-                        summary, table=JOURNAL_TABLE, row_id=entry_id, field="summary"
-                    ),
+                    summary_ciphertext=sealed_summary,
                     key_hash=key_hash,
-                    key_ciphertext=cipher.encrypt(
-                        key, table=JOURNAL_TABLE, row_id=entry_id, field="key"
-                    )
-                    if key
-                    else None,
+                    key_ciphertext=sealed_key,
                 )
         except IntegrityError:
             # Both writers passed the check above; the unique index (journal_unresolved_key)

@@ -35,6 +35,7 @@ from memoryhub.replicas import note_write
 from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 from memoryhub.services.audit import record_access
 from memoryhub.services.forget import ForgetSelector, forget
+from memoryhub.services.quotas import check_memory_quota, lock_usage, stored_size
 from memoryhub.services.write_checks import check_content, check_writable
 
 
@@ -179,6 +180,9 @@ def remember_many(
         for item, vector in zip(items, vectors, strict=True)
     ]
     with transaction.atomic():
+        check_memory_quota(
+            user=user, memories=len(rows), stored_bytes=sum(stored_size(row) for row in rows)
+        )
         if idempotent_write is not None:
             idempotent_write.memory_ids = [row.id for row in rows]
             idempotent_write.save(force_insert=True)
@@ -279,9 +283,11 @@ def edit_memory(
         source = MemorySource.AGENT
     cipher = cipher_for(user)
     with transaction.atomic():
+        lock_usage(user.pk)  # Before the memory row: see quotas.lock_usage.
         memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
         memory = Memory.all_owners.select_for_update().get(pk=memory.pk)
         fields = ["updated_at"]
+        size_before = stored_size(memory)
         if content is not None or payload is not None:
             _keep_version(memory, cipher, actor, reason="edit")
         if content is not None:
@@ -310,6 +316,8 @@ def edit_memory(
             fields.append("is_flagged")
         if source is not None and (content is not None or payload is not None):
             fields += _take_provenance(memory, source=source, agent_id=agent_id)
+        # A longer text takes more of the byte quotas; the memory count does not change.
+        check_memory_quota(user=user, memories=0, stored_bytes=stored_size(memory) - size_before)
         memory.updated_at = timezone.now()
         memory.save(update_fields=fields)
         note_write(user.pk)

@@ -83,3 +83,18 @@ def test_create_user_link_returns_a_one_time_dashboard_link(hub, live_server):
     with pytest.raises(ApiError) as unknown:
         hub.create_user_link("nobody", email="dana@example.com")
     assert (unknown.value.status, unknown.value.code) == (404, "not_found")
+
+
+def test_a_large_forget_by_query_comes_back_as_a_task_with_its_receipt(hub, settings):
+    settings.MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE = 1
+    hub.create_user("u-9")
+    hub.remember("u-9", "Dana is allergic to peanuts", kind="fact")
+    hub.remember("u-9", "Dana has a peanut allergy", kind="fact")
+
+    receipt = hub.forget("u-9", query="peanut allergy")
+
+    assert receipt.task_id is not None and receipt.forgotten == 0
+    assert hub.forget_task("u-9", receipt.task_id)["status"] == "queued"
+    with pytest.raises(ApiError) as missing:
+        hub.forget_task("u-9", receipt.task_id, mode="work")
+    assert missing.value.status == 404

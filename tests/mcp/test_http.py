@@ -13,9 +13,11 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from memoryhub.models import AuditEntry
-from memoryhub.services.agents import rotate_agent_key
+from memoryhub.models import ApiKey, AuditEntry, RequestSlot
+from memoryhub.services.agents import key_owner, rotate_agent_key
+from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
 from tests.mcp.conftest import error_text, structured
+from tests.processes import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +89,27 @@ def test_the_rest_of_the_app_is_still_django(base_url, world):
     response = httpx2.get(f"{base_url}/api/v1/openapi.json")
     assert response.status_code == 200
     assert response.json()["info"]["title"] == "MemoryHub agent API"
+
+
+def test_an_owner_at_the_concurrent_request_limit_gets_429_and_slots_are_given_back(
+    base_url, world, settings
+):
+    settings.MEMORYHUB_MAX_CONCURRENT_REQUESTS = 1
+    owner = key_owner(ApiKey.objects.get(agent=world["agent"]))
+    running = acquire_request_slot(owner)  # As if one request of the agent were running.
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {world['key']}",
+    }
+
+    refused = httpx2.post(f"{base_url}/mcp", json=body, headers=headers)
+    release_request_slot(running)
+    (listed,) = _call(base_url, world["key"], ("list_open_items", {"user": "alice"}))
+
+    assert refused.status_code == 429
+    assert refused.json()["code"] == "too_many_concurrent_requests"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert structured(listed)["items"] == []
+    # Given back just after the response is sent.
+    wait_for(lambda: not RequestSlot.objects.exists(), "the slots to be given back", timeout=30)

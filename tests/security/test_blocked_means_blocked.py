@@ -39,6 +39,11 @@ def _requests_for_alice(ids):
         ("PATCH", "/memories/{memory_id}"): (f"/memories/{ids['memory']}", alice, {"content": "x"}),
         ("DELETE", "/memories/{memory_id}"): (f"/memories/{ids['memory']}", alice, None),
         ("POST", "/forget"): ("/forget", {}, {**alice, "memory_ids": [ids["memory"]]}),
+        ("GET", "/forget/tasks/{task_id}"): (
+            "/forget/tasks/00000000-0000-4000-8000-000000000000",
+            alice,
+            None,
+        ),
         ("POST", "/journal"): ("/journal", {}, {**alice, "summary": "x", "type": "alert"}),
         ("GET", "/journal"): ("/journal", alice, None),
         ("POST", "/journal/{entry_id}/resolve"): (f"/journal/{ids['entry']}/resolve", alice, None),

@@ -1,0 +1,139 @@
+"""The quotas every write checks: memories and bytes per user and workspace, answers and
+learning candidates per day. Each raises QuotaExceededError (429 `quota_exceeded`).
+
+Below every writing service (memories, extraction, answers), like write_checks.py. The counts
+come from queries/usage.py: one usage row a user, kept by triggers, never a count of memories.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from django.conf import settings
+
+from memoryhub.crypto import NONCE_BYTES
+from memoryhub.errors import QuotaExceededError
+from memoryhub.models import Memory, MemoryUsage, User, Workspace
+from memoryhub.queries.usage import answers_today, candidates_today, workspace_usage
+
+# What sealing adds to a text: a format byte, the nonce and the GCM tag (memoryhub/crypto.py).
+SEAL_OVERHEAD_BYTES = 1 + NONCE_BYTES + 16
+
+
+def stored_size(row: Memory) -> int:
+    """The bytes a memory row counts for: its content and payload ciphertexts."""
+    return len(row.content_ciphertext) + len(row.payload_ciphertext or b"")
+
+
+def _refuse_above(used: int, adding: int, limit: int, *, quota: str, what: str) -> None:
+    if limit > 0 and adding > 0 and used + adding > limit:
+        raise QuotaExceededError(
+            f"{quota}: this would make {used + adding} {what}; the limit is {limit}", quota=quota
+        )
+
+
+def lock_usage(user_id: UUID) -> MemoryUsage:
+    """Lock the user's usage row until the transaction ends (call inside atomic).
+
+    Every transaction that writes a user's memories takes it first: the triggers update it at
+    each insert, re-seal and delete, so a writer that locked a memory row first and the row
+    second could deadlock with one that went the other way (an edit against an extraction).
+    """
+    MemoryUsage.objects.bulk_create([MemoryUsage(user_id=user_id)], ignore_conflicts=True)
+    return MemoryUsage.objects.select_for_update().get(user_id=user_id)
+
+
+def check_memory_quota(*, user: User, memories: int, stored_bytes: int) -> None:
+    """Refuse a write that would take the user or their workspace past a memory quota.
+
+    Call it inside the write's transaction: it locks the user's usage row until the commit, so
+    two writes of one user never both pass on the same count. Writes of different users of one
+    workspace are not serialised (that would make the workspace one queue): together they may
+    pass the workspace quotas by at most what they write at once.
+    """
+    usage = lock_usage(user.pk)
+    _refuse_above(
+        usage.memory_count,
+        memories,
+        settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER,
+        quota="MEMORYHUB_QUOTA_MEMORIES_PER_USER",
+        what="memories for this user",
+    )
+    _refuse_above(
+        usage.stored_bytes,
+        stored_bytes,
+        settings.MEMORYHUB_QUOTA_BYTES_PER_USER,
+        quota="MEMORYHUB_QUOTA_BYTES_PER_USER",
+        what="stored bytes for this user",
+    )
+    memory_limit = settings.MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE
+    bytes_limit = settings.MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE
+    if memory_limit <= 0 and bytes_limit <= 0:
+        return
+    # Totals only, named by the setting: never what any other user of the workspace stores.
+    totals = workspace_usage(user.workspace_id)
+    _refuse_above(
+        totals.memories,
+        memories,
+        memory_limit,
+        quota="MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE",
+        what="memories in this workspace",
+    )
+    _refuse_above(
+        totals.stored_bytes,
+        stored_bytes,
+        bytes_limit,
+        quota="MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE",
+        what="stored bytes in this workspace",
+    )
+
+
+def is_within_memory_quota(*, user: User, memories: int, stored_bytes: int) -> bool:
+    """`check_memory_quota` for writers that skip rather than fail (extraction)."""
+    try:
+        check_memory_quota(user=user, memories=memories, stored_bytes=stored_bytes)
+    except QuotaExceededError:
+        return False
+    return True
+
+
+def check_answer_quota(*, user: User, now: datetime | None = None) -> None:
+    """Refuse one more answer report past the user's daily quota (UTC days).
+
+    Not locked: concurrent reports of one user may pass it by at most their number.
+    """
+    limit = settings.MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY
+    if limit > 0:
+        _refuse_above(
+            answers_today(user.pk, now=now),
+            1,
+            limit,
+            quota="MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY",
+            what="answers today for this user",
+        )
+
+
+def check_candidate_quota(*, workspace: Workspace, now: datetime | None = None) -> None:
+    """Refuse one more learning candidate past the workspace's daily quota (UTC days).
+
+    Per workspace: its reviewers work one queue. Not locked, like the answer quota.
+    """
+    limit = settings.MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY
+    if limit > 0:
+        _refuse_above(
+            candidates_today(workspace.pk, now=now),
+            1,
+            limit,
+            quota="MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY",
+            what="learning candidates today in this workspace",
+        )
+
+
+def has_candidate_quota_left(*, workspace: Workspace) -> bool:
+    """`check_candidate_quota` for an answer's automatic capture, which skips rather than fails."""
+    try:
+        check_candidate_quota(workspace=workspace)
+    except QuotaExceededError:
+        return False
+    return True
