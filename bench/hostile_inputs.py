@@ -77,6 +77,7 @@ class Limits:
     request_bytes: int  # MEMORYHUB_MAX_REQUEST_BYTES: a whole body (a batch)
     query_chars: int  # MAX_QUERY_CHARS of a search
     batch_items: int  # most items in one batch
+    batch_content_bytes: int = 0  # MEMORYHUB_MAX_BATCH_CONTENT_BYTES: a batch's texts together
 
 
 def server_limits(content_bytes: int | None) -> tuple[Limits, int]:
@@ -98,6 +99,7 @@ def server_limits(content_bytes: int | None) -> tuple[Limits, int]:
         request_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE),
         query_chars=MAX_QUERY_CHARS,
         batch_items=batch_items,
+        batch_content_bytes=int(settings.MEMORYHUB_MAX_BATCH_CONTENT_BYTES),
     )
     if content_bytes:  # A reduced run shrinks every size in proportion.
         share = limits.content_bytes / server_content
@@ -105,6 +107,7 @@ def server_limits(content_bytes: int | None) -> tuple[Limits, int]:
             limits,
             working_memory_bytes=int(limits.working_memory_bytes * share),
             request_bytes=int(limits.request_bytes * share),
+            batch_content_bytes=int(limits.batch_content_bytes * share),
             query_chars=max(1, int(limits.query_chars * share)),
         )
     return limits, server_content
@@ -132,6 +135,8 @@ def batch_body(scope: Mapping[str, str], text: str, limits: Limits) -> dict[str,
     item = request_size(body(2)) - request_size(body(1))
     overhead = request_size(body(1)) - item
     count = max(1, min(limits.batch_items, (limits.request_bytes - overhead) // item))
+    if limits.batch_content_bytes:  # The texts together, as the server counts them.
+        count = max(1, min(count, limits.batch_content_bytes // max(1, len(text.encode()))))
     while count > 1 and request_size(body(count)) > limits.request_bytes:
         count -= 1
     return body(count)

@@ -427,6 +427,8 @@ MEMORYHUB_EXTRACTION_STRANDED_AFTER_MINUTES = env_int(
 
 # Limits of the agent API.
 MEMORYHUB_MAX_CONTENT_BYTES = env_int("MEMORYHUB_MAX_CONTENT_BYTES", 32 * 1024)
+# All the texts of one POST /memories/batch together: bounds how long one request takes.
+MEMORYHUB_MAX_BATCH_CONTENT_BYTES = env_int("MEMORYHUB_MAX_BATCH_CONTENT_BYTES", 128 * 1024)
 MEMORYHUB_MAX_WORKING_MEMORY_BYTES = env_int("MEMORYHUB_MAX_WORKING_MEMORY_BYTES", 64 * 1024)
 MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600)
 # Requests with an unknown or revoked key, per client IP and minute, before they get 429.

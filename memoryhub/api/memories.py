@@ -35,6 +35,7 @@ from memoryhub.services.forget import ForgetSelector
 from memoryhub.services.forget_tasks import forget_or_queue
 from memoryhub.services.idempotency import IdempotencyKey, remember_once
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
+from memoryhub.services.write_checks import check_batch_content
 
 from .auth import Scope, resolve_scope
 from .schemas import (
@@ -256,6 +257,7 @@ def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[Memo
     A retry with the same idempotency_key returns the first write with 200.
     """
     scope = resolve_scope(request, payload.user, payload.mode)
+    check_batch_content([item.content for item in payload.items])
     items, is_replay = remember_items_once(
         scope,
         list(payload.items),

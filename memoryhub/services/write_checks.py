@@ -6,6 +6,8 @@ one of them would make the others import it, and the forget cascade with it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 
 from memoryhub.actors import Actor
@@ -41,6 +43,21 @@ def check_content(content: str, *, field: str = "content") -> str:
             f"{field} is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
         )
     return stripped
+
+
+def check_batch_content(contents: Sequence[str]) -> None:
+    """Refuse a batch whose texts add up to more than MEMORYHUB_MAX_BATCH_CONTENT_BYTES (413).
+
+    Each text is checked on its own (check_content); this bounds the whole request, so that no
+    batch holds a web worker for long: every byte is embedded, indexed and scanned.
+    """
+    size = sum(len(content.encode("utf-8", "surrogatepass")) for content in contents)
+    limit = settings.MEMORYHUB_MAX_BATCH_CONTENT_BYTES
+    if size > limit:
+        raise ContentTooLargeError(
+            f"the batch's contents add up to {size} bytes; the limit is {limit} bytes: "
+            "send them in smaller batches"
+        )
 
 
 def check_writable(user: User, actor: Actor, mode: Mode | None = None) -> None:

@@ -140,6 +140,18 @@ def test_a_batch_with_one_bad_item_stores_nothing(api, user, settings):
     assert _count(user) == 0
 
 
+def test_a_batch_over_the_batch_byte_limit_is_413_and_stores_nothing(api, user, settings):
+    settings.MEMORYHUB_MAX_BATCH_CONTENT_BYTES = 100
+    items = [{"kind": "fact", "content": "é" * 30} for _ in range(2)]  # 120 bytes in UTF-8.
+    response = api.post("/memories/batch", {"user": "alice", "items": items})
+    assert response.status_code == 413
+    assert response.json()["code"] == "content_too_large"
+    assert "smaller batches" in response.json()["detail"]
+    assert _count(user) == 0
+    fits = api.post("/memories/batch", {"user": "alice", "items": items[:1]})
+    assert fits.status_code == 201 and _count(user) == 1
+
+
 def test_the_list_pages_newest_first_with_a_cursor(api, user, personal, embedder):
     for n in range(5):
         factories.make_memory(user, personal, f"memory {n}", embedder=embedder)
