@@ -7,9 +7,10 @@ home" out. What a rule cannot see (questions, hedges, negations) is filtered in 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from memoryhub import text_patterns
 
 from .base import EventType, Importance, ItemKind
 from .dates import CALENDAR_DATE
@@ -160,7 +161,7 @@ FR_TASK = _FR_TASK + _TASK_REST
 class Rule:
     kind: ItemKind
     language: Language
-    pattern: re.Pattern[str]
+    pattern: text_patterns.Pattern[str]
     # Formatted with the match's named groups; the value is cleaned first.
     template: str
     slot: str | None = None
@@ -194,7 +195,7 @@ def _rule(
     relation_slots: dict[str, str | None] | None = None,
 ) -> Rule:
     # Only the trigger ignores case: a value's capital letters are part of what it must match.
-    pattern = re.compile(rf"(?i:{trigger}){value}")
+    pattern = text_patterns.compile(rf"(?i:{trigger}){value}")
     return Rule(
         kind=kind,
         language=language,
@@ -304,8 +305,12 @@ _EN_PRONOUNS = {
     "myself": "themselves",
 }
 _FR_PRONOUNS = {"mon": "son", "ma": "sa", "mes": "ses", "me": "se", "m'": "s'", "moi": "lui"}
-_EN_PRONOUN = re.compile(r"\b(?:i['’](?:m|ve|ll|d)|myself|mine|my|me|i)\b", re.IGNORECASE)
-_FR_PRONOUN = re.compile(r"\b(?:m['’]|mon\b|ma\b|mes\b|me\b|moi\b)", re.IGNORECASE)
+_EN_PRONOUN = text_patterns.compile(
+    r"\b(?:i['’](?:m|ve|ll|d)|myself|mine|my|me|i)\b", text_patterns.IGNORECASE
+)
+_FR_PRONOUN = text_patterns.compile(
+    r"\b(?:m['’]|mon\b|ma\b|mes\b|me\b|moi\b)", text_patterns.IGNORECASE
+)
 
 
 def french_relation_subject(determiner: str, relation: str) -> str:
