@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import accumulate
 from types import MappingProxyType
 
 from memoryhub import text_patterns
@@ -252,18 +253,33 @@ def _find_cards(text: str) -> Iterator[Span]:
         # A card may sit next to other numbers ("12 x 4111 1111 1111 1111"), so try every
         # window of whole groups, longest first, and move past each card found. Only the last
         # group may be shorter than 3 digits: that keeps lists of small numbers and dates out.
+        # Each group is all digits, so a window's digit count is a difference of running
+        # totals, and its digits are read only when the count and grouping fit (32 kB of
+        # "1 " took 1.5 s when every window read its digits).
+        totals = list(accumulate((end - start for start, end in groups), initial=0))
+        next_short = _next_short_groups(groups)
         first = 0
         while first < len(groups):
             for last in range(min(len(groups), first + 19), first, -1):
-                window = groups[first:last]
-                digits = _digits(text[window[0][0] : window[-1][1]])
-                is_grouped = all(end - start >= 3 for start, end in window[:-1])
-                if 13 <= len(digits) <= 19 and is_grouped and _passes_luhn(digits):
-                    yield window[0][0], window[-1][1]
-                    first = last
-                    break
+                size = totals[last] - totals[first]
+                is_grouped = next_short[first] >= last - 1
+                if 13 <= size <= 19 and is_grouped:
+                    digits = _digits(text[groups[first][0] : groups[last - 1][1]])
+                    if _passes_luhn(digits):
+                        yield groups[first][0], groups[last - 1][1]
+                        first = last
+                        break
             else:
                 first += 1
+
+
+def _next_short_groups(groups: list[Span]) -> list[int]:
+    """For each group, the index of the first group from it on with fewer than 3 digits."""
+    next_short = [len(groups)] * (len(groups) + 1)
+    for index in range(len(groups) - 1, -1, -1):
+        start, end = groups[index]
+        next_short[index] = index if end - start < 3 else next_short[index + 1]
+    return next_short
 
 
 # Order matters: each detector runs on the text the previous ones left, so the most specific
