@@ -74,10 +74,11 @@ _REPLACED_TEXT = text_patterns.compile(
 )
 # Contrast and new clauses split a sentence into parts judged on their own: "I live in Paris
 # but maybe …", "my birthday is in May and my friends are planning a surprise, I think".
-# A break starts at a comma or at the first space of a run, never inside the run: a match
-# from inside would also match from the run's start, and trying it costs the rest of the run.
+# A break starts at a comma, a semicolon or the first space of a run, never inside the run: a
+# match from inside would also match from the run's start (or the text before it was the end
+# of the previous break), and trying it costs the rest of the run.
 _SEGMENT_BREAK = text_patterns.compile(
-    r"(?<!\s)\s*+;\s*"
+    r";\s*|(?<!\s)\s++;\s*"
     r"|(?:,|(?<![\s,]))\s++(?:but|however|although|though|whereas|mais|cependant|pourtant"
     r"|alors que|tandis que)\s+"
     r"|,\s++(?:so|donc|alors)\s+"
