@@ -16,11 +16,13 @@ so that it cannot backtrack more than a bounded amount per position. The rules f
   followed by something it can hold is made possessive (`*+`, `++`) or atomic (`(?>…)`) when
   giving back could not help the match, and bounded (`{0,80}`) when it could.
 - No repeat of a group that can match the same text in two ways (`(\\w+\\s?)*`).
+- A pattern only ever matched at one position says so with `\\A`.
 - Patterns built from data (names, values) go through `whole_phrase` or `any_phrase`, which
   escape every piece, so data never adds a quantifier.
 
-`compiled_patterns()` returns every pattern compiled so far at import time of the modules that
-use this one; the test also asserts that no module under `memoryhub/` imports `re` itself.
+`compiled_patterns()` returns every fixed pattern compiled through `compile` so far; the test
+imports every module that uses this one first, and asserts that none imports `re` itself.
+The rules, the test and the numbers in full: docs/hostile-input.md.
 """
 
 from __future__ import annotations
