@@ -145,7 +145,8 @@ _PHONE = text_patterns.compile(
     r"|0[1-9]([ .-]?)\d{2}(?:\1\d{2}){3}"
     r")(?!\w)"
 )
-_TRAILING_PHONE_GROUP = text_patterns.compile(r"[ .-]?\(?\d+\)?$")
+# Digits from the first of their run: from each digit of a long run it rescanned the rest.
+_TRAILING_PHONE_GROUP = text_patterns.compile(r"[ .-]?\(?(?<!\d)\d+\)?$")
 _DIGIT_RUN = text_patterns.compile(r"\d+")
 _CARD_CANDIDATE = text_patterns.compile(r"(?<![\w.,])\d+(?:[ -]\d+)*(?!\w)")
 

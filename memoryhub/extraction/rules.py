@@ -99,7 +99,11 @@ FR_LANGUAGES = (
 BIRTH_DATE = rf"(?P<value>{CALENDAR_DATE})"
 # A free-text value runs to the end of the clause; `offline.py` trims "and I…" tails.
 REST = r"(?P<value>[^.!?;…]+)"
-ALLERGEN = r"(?P<value>\w[\w'’ -]*?)(?=\s*(?:[,.;!?]|$))"
+# Up to the spaces before the clause's end. Atomic and bounded: the shortest value followed by
+# that end is the longest run of value characters without its trailing spaces (no shorter one
+# can be), and a value over 160 characters is refused anyway (offline.MAX_VALUE_CHARS).
+# Lazy and unbounded, it rescanned the spaces after each character: 1.9 s on 16,000 spaces.
+ALLERGEN = r"(?P<value>(?>\w(?:[\w'’ -]{0,158}[\w'’-])?))(?=\s*(?:[,.;!?]|$))"
 
 # "I love it", "I like your idea", "j'aime bien ça": reactions to the conversation, not tastes.
 _EN_NOT_TASTE = (
@@ -213,14 +217,16 @@ def _rule(
 
 
 # fmt: off
+# What lies between two parts of a trigger ("i work at … as") is bounded, {1,160}?: unbounded,
+# each "i work at" of a long clause rescanned the rest of it (quadratic on repeated triggers).
 RULES: tuple[Rule, ...] = (
     # Facts about the user, English.
     _rule("fact", "en", r"\b(?:my name is|my name's|call me|i go by|people call me)\s+", NAME, "The user's name is {value}", slot="name"),
     _rule("fact", "en", r"\b(?:hi|hello|hey)[,!]?\s+i(?:'m|’m| am)\s+", NAME, "The user's name is {value}", slot="name"),
     _rule("fact", "en", r"\b(?:i work as|i(?:'m|’m| am) employed as|my (?:role|job title|position) is)\s+(?:an?\s+|the\s+)?", EN_ROLE, "The user works as {value}", slot="role"),
-    _rule("fact", "en", r"\bi work (?:at|for) [^,.;!?]+? as\s+(?:an?\s+|the\s+)?", EN_ROLE, "The user works as {value}", slot="role"),
+    _rule("fact", "en", r"\bi work (?:at|for) [^,.;!?]{1,160}? as\s+(?:an?\s+|the\s+)?", EN_ROLE, "The user works as {value}", slot="role"),
     _rule("fact", "en", r"\b(?:i work (?:at|for)|i(?:'m|’m| am) employed (?:at|by))\s+", ORG, "The user works at {value}", slot="employer"),
-    _rule("fact", "en", r"\bi work as [^,.;!?]+? (?:at|for)\s+", ORG, "The user works at {value}", slot="employer"),
+    _rule("fact", "en", r"\bi work as [^,.;!?]{1,160}? (?:at|for)\s+", ORG, "The user works at {value}", slot="employer"),
     _rule("fact", "en", r"\b(?:i live in|i(?:'m|’m| am) (?:based|living) in|i(?:'ve|’ve| have)? (?:just )?moved to)\s+", PLACE, "The user lives in {value}", slot="location"),
     _rule("fact", "en", r"\bmy time ?zone is\s+(?:the\s+)?", TIMEZONE, "The user's timezone is {value}", slot="timezone"),
     _rule("fact", "en", r"\bi speak\s+(?:fluent\s+)?", EN_LANGUAGES, "The user speaks {value}", slot="language"),
@@ -230,7 +236,7 @@ RULES: tuple[Rule, ...] = (
     _rule("fact", "en", r"(?:^|[,:;]\s*)(?:(?:oh|and|also|sorry)[,!]?\s+)?i(?:'m|’m| am)\s+", NAME + r"(?=\s*(?:[,.!;]|$)|\s+(?i:by the way|btw|here|from)\b)", "The user's name is {value}", slot="name"),
     _rule("fact", "en", _EN_I_AM_A, EN_TITLE, "The user works as {value}", slot="role"),
     _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"\s+(?:at|for|with)\s+", ORG, "The user works at {value}", slot="employer"),
-    _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"(?:\s+(?:at|for|with)\s+(?:(?!\b(?:and|but|so|because|i|we|in)\b)[^,.;!?])+?)?\s+in\s+", PLACE, "The user works in {value}", slot="location"),
+    _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"(?:\s+(?:at|for|with)\s+(?:(?!\b(?:and|but|so|because|i|we|in)\b)[^,.;!?]){1,160}?)?\s+in\s+", PLACE, "The user works in {value}", slot="location"),
     _rule("fact", "en", rf"\bmy {EN_RELATION}{APOS}s name is\s+", NAME, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
     _rule("fact", "en", rf"\bmy {EN_RELATION}(?: is|{APOS}s) (?:called |named )?", NAME, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
     _rule("fact", "en", rf"\bmy {EN_RELATION},? (?=[A-ZÀ-ÖØ-Þ])", NAME + _NAME_END, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
@@ -239,9 +245,9 @@ RULES: tuple[Rule, ...] = (
     _rule("fact", "fr", rf"\b(?:je m{APOS}appelle|mon (?:pré)?nom est|mon (?:pré)?nom c{APOS}est|appelle-moi|appelez-moi|on m{APOS}appelle)\s+", NAME, "L'utilisateur s'appelle {value}", slot="name"),
     _rule("fact", "fr", rf"\b(?:bonjour|salut|coucou)[,!]?\s+(?:je suis|moi c{APOS}est|c{APOS}est)\s+", NAME, "L'utilisateur s'appelle {value}", slot="name"),
     _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:comme|en tant que)\s+", FR_ROLE, "L'utilisateur travaille comme {value}", slot="role"),
-    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:chez|pour) [^,.;!?]+? (?:comme|en tant que)\s+", FR_ROLE, "L'utilisateur travaille comme {value}", slot="role"),
+    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:chez|pour) [^,.;!?]{1,160}? (?:comme|en tant que)\s+", FR_ROLE, "L'utilisateur travaille comme {value}", slot="role"),
     _rule("fact", "fr", r"\b(?:je (?:travaille|bosse)|je suis employée?)\s+(?:chez|pour)\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
-    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:comme|en tant que) [^,.;!?]+? chez\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
+    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:comme|en tant que) [^,.;!?]{1,160}? chez\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
     _rule("fact", "fr", rf"\b(?:j{APOS}habite|je vis|je suis basée?|j{APOS}ai déménagé)\s+(?P<prep>à|en|au|aux)\s+", PLACE, "L'utilisateur habite {prep} {value}", slot="location"),
     _rule("fact", "fr", rf"\bj{APOS}habite\s+(?=[A-ZÀ-ÖØ-Þ])", PLACE, "L'utilisateur habite à {value}", slot="location"),
     _rule("fact", "fr", rf"\bmon fuseau(?: horaire)? (?:est|c{APOS}est)\s+(?:le\s+|l{APOS})?", TIMEZONE, "Le fuseau horaire de l'utilisateur est {value}", slot="timezone"),

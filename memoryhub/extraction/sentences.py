@@ -6,7 +6,9 @@ from memoryhub import text_patterns
 
 # A sentence ends at . ! ? … (plus closing quotes) followed by a space, or at a line break;
 # "3.5" or "v2.1" do not end one.
-_SENTENCE_END = text_patterns.compile(r"[.!?…]+[\"'’”»)\]]*(?=\s|$)|\n+")
+# From the first mark of a run only, taking the run and its closers whole: from every mark of
+# "....x" it rescanned the rest of the run (quadratic).
+_SENTENCE_END = text_patterns.compile(r"(?<![.!?…])[.!?…]++[\"'’”»)\]]*+(?=\s|$)|\n+")
 _WORD = text_patterns.compile(r"[^\W\d_][\w'’-]*")
 _APOSTROPHE = text_patterns.compile(r"['’]")
 

@@ -38,6 +38,8 @@ IMPORT_TIME_BUILDERS = {
 # patterns stay below ~150 (many alternatives tried at every position, on a shared machine);
 # the quadratic ones this test caught measured 3,000 to 16,000.
 MAX_RATIO = 400
+# A ratio that grows more than this from a quarter of the text to all of it is quadratic.
+GROWTH = 2.5
 # Hostile runs, for the property test of the whole path (tests/security/
 # test_hostile_text_reaches_context.py) and, most of them, for the timing below.
 FILLERS = (
@@ -77,6 +79,8 @@ FILLERS = (
     "and ",
     "and i ",
     "and i\n",
+    "i work at ",
+    "i am allergic to ",
     "I ",
     "my ",
     "not ",
@@ -93,9 +97,10 @@ TIMED = (
         for filler in (
             *(" ", "\t", "\n", "\r\n", "\\", "%25", "&amp;", ".", ", ", "-", "\u2019", ":"),
             *("1", "1 ", "12 ", "+1 ", "a", "A", "A ", "Ab ", "e\u0301", "\u0301"),
-            *("!?", "and i ", "and i\n"),
+            *("!?", "and i ", "and i\n", "i work at ", "i am allergic to "),
         )
     ),
+    ("I am allergic to a", " "),
     *(("I live in Paris", filler) for filler in (" ", " \t\n", "\n", "\\", "1 ", "A ")),
 )
 # Values and names that the patterns built from data are made of.
@@ -123,10 +128,13 @@ def _modules_using_the_wrapper() -> dict[str, ast.Module]:
 MODULES = _modules_using_the_wrapper()
 
 
-def _hostile_text(prefix: str, filler: str) -> str:
-    limit = settings.MEMORYHUB_MAX_CONTENT_BYTES
+def _hostile_text(prefix: str, filler: str, limit: int | None = None) -> str:
+    """`prefix`, then `filler` repeated up to the limit, then "x": many patterns backtrack over a
+    run only when something they cannot take follows it (the spaces of issue 26 alone were
+    fast; followed by "x", 36 s)."""
+    limit = limit or settings.MEMORYHUB_MAX_CONTENT_BYTES
     size = len(filler.encode())
-    return prefix + filler * ((limit - len(prefix.encode())) // size)
+    return prefix + filler * ((limit - len(prefix.encode()) - 1) // size) + "x"
 
 
 def _seconds(run: Callable[[], object], repeat: int = 1) -> float:
@@ -215,14 +223,26 @@ def test_every_module_that_reads_text_compiles_through_the_wrapper() -> None:
 @pytest.mark.parametrize(("prefix", "filler"), TIMED, ids=[repr(p + f) for p, f in TIMED])
 def test_every_pattern_runs_in_linear_time_on_hostile_text(prefix: str, filler: str) -> None:
     text = _hostile_text(prefix, filler)
-    scan = _seconds(lambda: _linear_scan(text), repeat=3)
+    quarter = _hostile_text(prefix, filler, settings.MEMORYHUB_MAX_CONTENT_BYTES // 4)
+    scans = {text: _seconds(lambda: _linear_scan(text), repeat=3)}
+    scans[quarter] = _seconds(lambda: _linear_scan(quarter), repeat=3)
+
+    def ratio_on(sample: str, pattern: re.Pattern[str], repeat: int = 1) -> float:
+        return _seconds(lambda: _run_everywhere(pattern, sample), repeat=repeat) / scans[sample]
+
     slow = []
     for pattern in _all_patterns():
-        ratio = _seconds(lambda pattern=pattern: _run_everywhere(pattern, text)) / scan
+        ratio = ratio_on(text, pattern)
         if ratio > MAX_RATIO:
             # Measure again before blaming it: the machine is shared.
-            again = _seconds(lambda pattern=pattern: _run_everywhere(pattern, text), repeat=2)
-            ratio = again / _seconds(lambda: _linear_scan(text), repeat=3)
+            scans[text] = _seconds(lambda: _linear_scan(text), repeat=3)
+            ratio = ratio_on(text, pattern, repeat=2)
         if ratio > MAX_RATIO:
             slow.append(f"{ratio:.0f}x {pattern.pattern[:120]!r}")
+        elif ratio > MAX_RATIO / 8 and ratio > GROWTH * ratio_on(quarter, pattern, repeat=2):
+            # A pattern that is quadratic but cheap per step can stay under the bound at 32 kB;
+            # its ratio still grows with the text (x4 from a quarter of it), a linear one's not.
+            again = ratio_on(text, pattern, repeat=2)
+            if again > GROWTH * ratio_on(quarter, pattern, repeat=2):
+                slow.append(f"{again:.0f}x and growing {pattern.pattern[:120]!r}")
     assert slow == []
