@@ -101,6 +101,8 @@ TIMED = (
         )
     ),
     ("I am allergic to a", " "),
+    ("my favourite", " "),
+    ("mon", " "),
     *(("I live in Paris", filler) for filler in (" ", " \t\n", "\n", "\\", "1 ", "A ")),
 )
 # Values and names that the patterns built from data are made of.
