@@ -14,10 +14,11 @@ output cannot produce them from our text either.
 from __future__ import annotations
 
 import html
-import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+
+from memoryhub import text_patterns
 
 FENCE_TAG = "memory-data"
 FENCE_CLOSE = f"</{FENCE_TAG}>"
@@ -34,21 +35,25 @@ _CLOSE_LOOKALIKES = frozenset(
 
 # Encoded brackets a model might decode on its own: HTML entities (also double-encoded,
 # `&amp;lt;`), URL escapes and backslash escapes. Defence in depth; the proof does not need it.
-_ENTITY = re.compile(r"&(?:amp;)*(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
-_ESCAPED_BRACKET = re.compile(
+_ENTITY = text_patterns.compile(
+    r"&(?:amp;)*(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?"
+)
+_ESCAPED_BRACKET = text_patterns.compile(
     r"%(?:25)*(?P<url>3[cCeE]|5[bBdD])"
-    r"|\\+(?:u00|U000000|x)(?P<backslash>3[cCeE]|5[bBdD])"
+    # A run of backslashes is read from its first one: from each of them, it cost the rest
+    # of the run (quadratic: 32 kB of backslashes took 6 s).
+    r"|(?<!\\)\\++(?:u00|U000000|x)(?P<backslash>3[cCeE]|5[bBdD])"
 )
 
 # Every break `str.splitlines` honours becomes "\n", so callers see one line-break character.
-_LINE_BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = text_patterns.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
-_LABEL_UNSAFE = re.compile(r"[^a-z0-9_-]+")
+_LABEL_UNSAFE = text_patterns.compile(r"[^a-z0-9_-]+")
 
 # Text that every pass below leaves as it is: printable ASCII, tabs and "\n", without
 # < > [ ] (brackets), & (entities), % and \ (escapes). Most stored text is like this, and the
 # per-character passes cost ~2 ms per context assembly.
-_UNCHANGED = re.compile(r"[\t\n\x20-\x24\x27-\x3b\x3d\x3f-\x5a\x5e-\x7e]*")
+_UNCHANGED = text_patterns.compile(r"[\t\n\x20-\x24\x27-\x3b\x3d\x3f-\x5a\x5e-\x7e]*")
 
 
 def neutralise(text: str) -> str:
@@ -112,7 +117,7 @@ def _bracket_replacement(char: str) -> str | None:
     return None
 
 
-def _replace_entity(match: re.Match[str]) -> str:
+def _replace_entity(match: text_patterns.Match[str]) -> str:
     encoded = match.group()
     decoded = encoded
     for _ in range(8):  # bounded: `&amp;amp;…lt;` unwraps one level per pass
@@ -128,7 +133,7 @@ def _replace_entity(match: re.Match[str]) -> str:
     )
 
 
-def _replace_escaped_bracket(match: re.Match[str]) -> str:
+def _replace_escaped_bracket(match: text_patterns.Match[str]) -> str:
     code = (match.group("url") or match.group("backslash")).lower()
     return "(" if code in {"3c", "5b"} else ")"
 

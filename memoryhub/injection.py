@@ -7,8 +7,9 @@ memories ("I always ignore spam emails", "My role is system administrator") pass
 
 from __future__ import annotations
 
-import re
 import unicodedata
+
+from memoryhub import text_patterns
 
 # Matching runs on a normalised copy, so obfuscated spellings (fullwidth letters, zero-width
 # characters, accents, Cyrillic or Greek look-alikes, smart quotes) hit the same plain rules.
@@ -76,8 +77,8 @@ _TOOL_CALL = (
     r"\{\s?\"name\"\s?:\s?\"[^\"]{1,80}\"\s?,\s?\"(?:arguments|parameters|input)\"\s?:",
 )
 
-_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (signal, re.compile(pattern))
+_RULES: tuple[tuple[str, text_patterns.Pattern[str]], ...] = tuple(
+    (signal, text_patterns.compile(pattern))
     for signal, patterns in (
         ("override", _OVERRIDE),
         ("role_tag", _ROLE_TAG),
@@ -86,8 +87,8 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for pattern in patterns
 )
 
-_HORIZONTAL_SPACE = re.compile(r"[^\S\n]+")
-_LINE_BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_HORIZONTAL_SPACE = text_patterns.compile(r"[^\S\n]+")
+_LINE_BREAKS = text_patterns.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def looks_like_instructions(text: str) -> bool:
@@ -102,7 +103,7 @@ def instruction_signals(text: str) -> tuple[str, ...]:
     flat = " ".join(lines.split())
     fired: list[str] = []
     for signal, pattern in _RULES:
-        target = lines if pattern.flags & re.MULTILINE else flat
+        target = lines if pattern.flags & text_patterns.MULTILINE else flat
         if signal not in fired and pattern.search(target):
             fired.append(signal)
     return tuple(fired)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.views.decorators.debug import sensitive_variables
 
-from memoryhub import crypto
+from memoryhub import crypto, text_patterns
 from memoryhub.errors import DecryptionError, KeyDestroyedError
 from memoryhub.models import (
     AnswerRecord,
@@ -37,10 +36,12 @@ from memoryhub.models import (
     WorkspaceKey,
 )
 
-TOKEN_PATTERN = re.compile(r"\w+", re.UNICODE)
+TOKEN_PATTERN = text_patterns.compile(r"\w+", text_patterns.UNICODE)
 # A memory written as a transcript line, "Caroline: I went hiking", names its speaker: one to
 # three words before a colon and a space. Times ("10:30") and links ("https://") do not match.
-SPEAKER_PATTERN = re.compile(r"\s*([^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})[ \t]*:\s")
+SPEAKER_PATTERN = text_patterns.compile(
+    r"\A\s*([^\W\d_][\w'’.-]*(?:[ \t]+[^\W\d_][\w'’.-]*){0,2})[ \t]*:\s"
+)
 # Labels that open a line the way a speaker's name does ("Note: call the bank"), normalised.
 NOT_SPEAKERS = frozenset(
     {

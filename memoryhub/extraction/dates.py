@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import date, timedelta
+
+from memoryhub import text_patterns
 
 WEEKDAYS = {
     "monday": 0,
@@ -82,7 +83,7 @@ RELATIVE_DAYS = {
 
 def _alternatives(words: dict[str, int]) -> str:
     # Longest first, so "après-demain" wins over "demain" and "sept" over "sep".
-    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return "|".join(text_patterns.escape(word) for word in sorted(words, key=len, reverse=True))
 
 
 _MONTH = _alternatives(MONTHS)
@@ -92,7 +93,7 @@ CALENDAR_DATE = (
     rf"(?i:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}{_ORDINAL}(?:\s+of)?\s+(?:{_MONTH})\b(?:,?\s+\d{{4}})?"
     rf"|(?:{_MONTH})\.?\s+\d{{1,2}}{_ORDINAL}\b(?:,?\s+\d{{4}})?)"
 )
-DATE_PATTERN = re.compile(
+DATE_PATTERN = text_patterns.compile(
     rf"""
     \b(?P<iso_year>\d{{4}})-(?P<iso_month>\d{{2}})-(?P<iso_day>\d{{2}})\b
     | \b(?P<dm_day>\d{{1,2}}){_ORDINAL}(?:\s+of)?\s+(?P<dm_month>{_MONTH})\b(?:,?\s+(?P<dm_year>\d{{4}}))?
@@ -100,7 +101,7 @@ DATE_PATTERN = re.compile(
     | (?<![\w-])(?P<relative>{_alternatives(RELATIVE_DAYS)})\b
     | \b(?:(?:next|this|ce)\s+)?(?P<weekday>{_alternatives(WEEKDAYS)})\b(?:\s+prochain\b)?
     """,
-    re.IGNORECASE | re.VERBOSE,
+    text_patterns.IGNORECASE | text_patterns.VERBOSE,
 )
 
 
@@ -124,7 +125,7 @@ def find_date(text: str, reference: date) -> DateMention | None:
     return None
 
 
-def _resolve(match: re.Match[str], reference: date) -> date | None:
+def _resolve(match: text_patterns.Match[str], reference: date) -> date | None:
     groups = match.groupdict()
     if groups["iso_year"]:
         return _safe_date(int(groups["iso_year"]), int(groups["iso_month"]), int(groups["iso_day"]))

@@ -7,16 +7,16 @@ of these: a wrong memory costs more than a missed one.
 
 from __future__ import annotations
 
-import re
+from memoryhub import text_patterns
 
 from .rules import APOS
 
-_POLITENESS = re.compile(
+_POLITENESS = text_patterns.compile(
     rf"s{APOS}il (?:te|vous) pla[iî]t|si possible|if possible|if you can|if you don{APOS}t mind",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # "Unless" qualifies rather than hedges: "no bullet points unless necessary" is a preference.
-_HEDGE = re.compile(
+_HEDGE = text_patterns.compile(
     r"\b(?:might|maybe|perhaps|probably|possibly|could|would|if|whether|someday|one day"
     r"|thinking (?:about|of)|considering|wondering|not sure|unsure|guess|think|thinks|believe"
     r"|suppose|imagine|hope|wish|pretend|hypothetically|let's say|what if|in theory|kidding"
@@ -26,29 +26,30 @@ _HEDGE = re.compile(
     r"|supposons|disons|rêve|essayer|tenter|dit|disait|raconte|devrais|devrait)\b"
     r"|\b(?:je|j'|tu|il|elle|on|nous|vous)\s*\w+(?:rais|rait|rions|riez|raient)\b"
     r"|^\s*(?:when|whenever|quand|lorsqu)",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # A hedge opening the sentence covers all of it: "I think I live in Paris and I work at Acme".
-_LEADING_HEDGE = re.compile(
+_LEADING_HEDGE = text_patterns.compile(
     r"^\W*(?:(?:oh|ok|okay|well|so|and|bon|alors|et)[,!]?\s+)?(?:i think|i guess|i suppose"
     r"|i believe|i feel like|i wonder|maybe|perhaps|probably|possibly|hypothetically|suppose"
     r"|imagine|let's say|what if|if|in theory|not sure|je pense|je crois|je suppose|peut-être"
     r"|peut être|probablement|imaginons|supposons|si|s'il)\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # Words before a statement that make it someone else's text: "Translate: my name is Bond".
-_FRAME = re.compile(
+_FRAME = text_patterns.compile(
     r"\b(?:translate|translation|draft|write|rewrite|story|novel|example|for instance|character"
     r"|roleplay|role-play|saying|proofread|traduis|traduire|traduction|rédige|écris|histoire"
     r"|roman|exemple|personnage|disant|relis)\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
+_CLAUSE_MARK = text_patterns.compile(r"[,:]")
 # "may" is a hedge, "May 3" a date.
-_MAY = re.compile(r"\bmay\b")
-_NEGATION = re.compile(
+_MAY = text_patterns.compile(r"\bmay\b")
+_NEGATION = text_patterns.compile(
     r"\b(?:not|never|no longer|don't|doesn't|didn't|do not|does not|did not|won't|can't|cannot"
     r"|isn't|wasn't|aren't|ne|pas|plus|jamais)\b|n't\b|\bn'",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 
 
@@ -68,7 +69,7 @@ def has_leading_hedge(sentence: str) -> bool:
     return _LEADING_HEDGE.match(straight_apostrophes(sentence)) is not None
 
 
-def is_hedged(segment: str, match: re.Match[str]) -> bool:
+def is_hedged(segment: str, match: text_patterns.Match[str]) -> bool:
     """Say whether the clause around a rule's match is hedged (the trigger itself aside)."""
     # The trigger may hold a hedge word ("I would prefer"); only the rest of the clause counts.
     value_start = match.start("value")
@@ -90,8 +91,8 @@ def is_inside_quote(prefix: str) -> bool:
     )
 
 
-def is_negated(segment: str, match: re.Match[str]) -> bool:
+def is_negated(segment: str, match: text_patterns.Match[str]) -> bool:
     """Say whether the clause before a rule's trigger negates it ("I don't live in …")."""
     # Only the clause the trigger is in: "Not Alice, my name is Alex" is not a negation.
-    prefix = re.split(r"[,:]", segment[: match.start()])[-1]
+    prefix = _CLAUSE_MARK.split(segment[: match.start()])[-1]
     return _NEGATION.search(straight_apostrophes(prefix)) is not None

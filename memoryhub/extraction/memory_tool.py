@@ -6,10 +6,11 @@ The parser accepts the whole tool input or nothing: a missing field or a wrong t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date
 from typing import Any, TypeVar, cast
+
+from memoryhub import text_patterns
 
 from .base import (
     EVENT_TYPES,
@@ -104,7 +105,7 @@ TOOL_DESCRIPTION = (
     "Call it exactly once; an empty items list is a valid answer."
 )
 
-_GENERIC_SLOT = re.compile(r"^[^:\s][^:]*:[^:]*[^:\s]$")
+_GENERIC_SLOT = text_patterns.compile(r"^[^:\s][^:]*:[^:]*[^:\s]$")
 _T = TypeVar("_T")
 
 

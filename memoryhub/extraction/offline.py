@@ -7,10 +7,10 @@ ones yield nothing, because a wrong memory costs more than a missed one.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from memoryhub import text_patterns
 from memoryhub.injection import looks_like_instructions
 
 from .base import (
@@ -41,13 +41,13 @@ from .vocabulary import NOT_NAMES
 MAX_VALUE_CHARS = 160
 
 # A polite question that is really a request: "Can you remind me to …?" is an instruction.
-_REQUEST = re.compile(
+_REQUEST = text_patterns.compile(
     r"^(?:(?:can|could|would|will) you (?:please\s+)?"
     rf"|(?:est-ce que\s+)?(?:tu peux|tu pourrais|peux-tu|pourrais-tu|vous pouvez|vous pourriez"
     rf"|pouvez-vous|pourriez-vous)\s+(?:s{APOS}il (?:te|vous) pla[iî]t\s+)?)",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
-_EXPLICIT = re.compile(
+_EXPLICIT = text_patterns.compile(
     r"^(?:(?:also|and|oh|ok|okay|aussi|et|bon|ah)[,!]?\s+)?(?:please\s+)?(?:"
     r"(?P<en_that>remember|don't forget|do not forget|keep in mind|note)\s*(?:that\b|:|,)"
     r"|(?P<fr_that>souviens-toi|souvenez-vous|rappelle-toi|rappelez-vous|n'oublie pas"
@@ -55,35 +55,46 @@ _EXPLICIT = re.compile(
     r"|(?P<en_to>remember|don't forget|do not forget)\s+to\b"
     r"|(?P<fr_to>n'oublie pas|n'oubliez pas|pense à|pensez à)\s+(?:de\b|d')"
     r")\s*",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
-_CORRECTION = re.compile(
+_CORRECTION = text_patterns.compile(
     r"^\W*(?:actually|in fact|correction|sorry|oops|no|not|wait|my bad|en fait|en réalité|pardon"
     r"|non|oups|attends|désolée?)\b|\bactually\b|\bi meant\b|\ben fait\b|\bje voulais dire\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
-# "Alex, not Alice" / "Alex, pas Alice": the value replaces another one.
-_REPLACED_VALUE = re.compile(
-    r"(?:\s+(?:now|these days|nowadays|actually|maintenant|désormais))?,?\s+"
+# "Alex, not Alice" / "Alex, pas Alice": the value replaces another one. Read from the start of
+# the text after the value (\A: tried at one position, never at every space of a run).
+_REPLACED_VALUE = text_patterns.compile(
+    r"\A(?:\s+(?:now|these days|nowadays|actually|maintenant|désormais))?,?\s+"
     r"(?:not|pas|et non(?: pas)?)\s+[A-ZÀ-ÖØ-Þ\d]"
 )
 # What a correction replaces: "May 14, not May 12" -> "May 12".
-_REPLACED_TEXT = re.compile(r",\s+(?:not|pas|et non(?: pas)?)\s+(?P<old>[^,.;!?…]+)", re.IGNORECASE)
+_REPLACED_TEXT = text_patterns.compile(
+    r",\s+(?:not|pas|et non(?: pas)?)\s+(?P<old>[^,.;!?…]+)", text_patterns.IGNORECASE
+)
 # Contrast and new clauses split a sentence into parts judged on their own: "I live in Paris
 # but maybe …", "my birthday is in May and my friends are planning a surprise, I think".
-_SEGMENT_BREAK = re.compile(
-    r"\s*;\s*|,?\s+(?:but|however|although|though|whereas|mais|cependant|pourtant|alors que"
-    r"|tandis que)\s+|,\s+(?:so|donc|alors)\s+"
-    rf"|,?\s+(?:and|et)\s+(?=(?:i|i{APOS}m|i{APOS}ve|i{APOS}ll|i{APOS}d|my|we|we{APOS}re|our|je|j{APOS}"
+# A break starts at a comma, a semicolon or the first space of a run, never inside the run: a
+# match from inside would also match from the run's start (or the text before it was the end
+# of the previous break), and trying it costs the rest of the run.
+_SEGMENT_BREAK = text_patterns.compile(
+    r";\s*|(?<!\s)\s++;\s*"
+    r"|(?:,|(?<![\s,]))\s++(?:but|however|although|though|whereas|mais|cependant|pourtant"
+    r"|alors que|tandis que)\s+"
+    r"|,\s++(?:so|donc|alors)\s+"
+    rf"|(?:,|(?<![\s,]))\s++(?:and|et)\s+(?=(?:i|i{APOS}m|i{APOS}ve|i{APOS}ll|i{APOS}d|my|we|we{APOS}re|our|je|j{APOS}"
     r"|mon|ma|mes|nous|on)\b)",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
-_VALUE_TAIL = re.compile(
-    r",?\s+(?:and|but|so|because|since|as|et|mais|donc|car|parce que|puisque)\s+"
-    rf"(?:i|i{APOS}m|i{APOS}ve|i{APOS}ll|my|we|we{APOS}re|je|j{APOS}|mon|ma|mes|nous|on)\b.*$"
-    rf"|,?\s*(?:please|thanks|thank you|merci|s{APOS}il (?:te|vous) pla[iî]t|if possible|si possible"
+# What ends a value but is not part of it: a new clause about the user, or politeness. Starts
+# as _SEGMENT_BREAK does; values hold no line break (sentences end at one), so the clause runs
+# to the end with (?s:.*), which never rescans the rest of the text from a later start.
+_VALUE_TAIL = text_patterns.compile(
+    r"(?:,|(?<![\s,]))\s++(?:and|but|so|because|since|as|et|mais|donc|car|parce que|puisque)\s+"
+    rf"(?:i|i{APOS}m|i{APOS}ve|i{APOS}ll|my|we|we{APOS}re|je|j{APOS}|mon|ma|mes|nous|on)\b(?s:.*)"
+    rf"|(?:,|(?<![\s,]))\s*+(?:please|thanks|thank you|merci|s{APOS}il (?:te|vous) pla[iî]t|if possible|si possible"
     rf"|if you can|if you don{APOS}t mind|by the way|btw|au fait)\s*$",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # Kinds that are beliefs about the user (the confidence ladder's kinds).
 _DECLARED_KINDS = frozenset({"fact", "preference", "procedure"})
@@ -161,7 +172,7 @@ def _is_replaced(earlier: ExtractedItem, items: list[ExtractedItem], replaced: l
     kinds = {item.kind for item in items}
     content = normalise_text(earlier.content)
     return earlier.kind in kinds and any(
-        re.search(rf"(?<!\w){re.escape(normalise_text(old))}(?!\w)", content) for old in replaced
+        text_patterns.whole_phrase(normalise_text(old)).search(content) for old in replaced
     )
 
 
@@ -215,7 +226,7 @@ def _segments(text: str) -> list[tuple[int, str]]:
 
 
 def _build_item(
-    rule: Rule, match: re.Match[str], segment: str, sentence: _Sentence
+    rule: Rule, match: text_patterns.Match[str], segment: str, sentence: _Sentence
 ) -> ExtractedItem | None:
     if is_hedged(segment, match) or (rule.checks_negation and is_negated(segment, match)):
         return None
@@ -241,7 +252,7 @@ def _build_item(
     if due is not None and due.is_relative:
         content += _DUE_SUFFIX[rule.language].format(date=due.date.isoformat())
     is_correction = sentence.is_correction or (
-        slot is not None and _REPLACED_VALUE.match(segment, match.end("value")) is not None
+        slot is not None and _REPLACED_VALUE.match(segment[match.end("value") :]) is not None
     )
     return ExtractedItem(
         kind=rule.kind,

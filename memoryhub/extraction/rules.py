@@ -7,9 +7,10 @@ home" out. What a rule cannot see (questions, hedges, negations) is filtered in 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
+
+from memoryhub import text_patterns
 
 from .base import EventType, Importance, ItemKind
 from .dates import CALENDAR_DATE
@@ -98,7 +99,11 @@ FR_LANGUAGES = (
 BIRTH_DATE = rf"(?P<value>{CALENDAR_DATE})"
 # A free-text value runs to the end of the clause; `offline.py` trims "and I…" tails.
 REST = r"(?P<value>[^.!?;…]+)"
-ALLERGEN = r"(?P<value>\w[\w'’ -]*?)(?=\s*(?:[,.;!?]|$))"
+# Up to the spaces before the clause's end. Atomic and bounded: the shortest value followed by
+# that end is the longest run of value characters without its trailing spaces (no shorter one
+# can be), and a value over 160 characters is refused anyway (offline.MAX_VALUE_CHARS).
+# Lazy and unbounded, it rescanned the spaces after each character: 1.9 s on 16,000 spaces.
+ALLERGEN = r"(?P<value>(?>\w(?:[\w'’ -]{0,158}[\w'’-])?))(?=\s*(?:[,.;!?]|$))"
 
 # "I love it", "I like your idea", "j'aime bien ça": reactions to the conversation, not tastes.
 _EN_NOT_TASTE = (
@@ -160,7 +165,7 @@ FR_TASK = _FR_TASK + _TASK_REST
 class Rule:
     kind: ItemKind
     language: Language
-    pattern: re.Pattern[str]
+    pattern: text_patterns.Pattern[str]
     # Formatted with the match's named groups; the value is cleaned first.
     template: str
     slot: str | None = None
@@ -194,7 +199,7 @@ def _rule(
     relation_slots: dict[str, str | None] | None = None,
 ) -> Rule:
     # Only the trigger ignores case: a value's capital letters are part of what it must match.
-    pattern = re.compile(rf"(?i:{trigger}){value}")
+    pattern = text_patterns.compile(rf"(?i:{trigger}){value}")
     return Rule(
         kind=kind,
         language=language,
@@ -212,14 +217,19 @@ def _rule(
 
 
 # fmt: off
+# What lies between two parts of a trigger ("i work at … as") is bounded, {1,160}?: unbounded,
+# each "i work at" of a long clause rescanned the rest of it (quadratic on repeated triggers).
+# The spaces around a favourite's thing are possessive: giving them back tried every split of
+# a long run (8 kB of spaces after "my favourite": 69 s). Only a one-letter thing after two
+# spaces ("my favourite  x is …") is no longer read.
 RULES: tuple[Rule, ...] = (
     # Facts about the user, English.
     _rule("fact", "en", r"\b(?:my name is|my name's|call me|i go by|people call me)\s+", NAME, "The user's name is {value}", slot="name"),
     _rule("fact", "en", r"\b(?:hi|hello|hey)[,!]?\s+i(?:'m|’m| am)\s+", NAME, "The user's name is {value}", slot="name"),
     _rule("fact", "en", r"\b(?:i work as|i(?:'m|’m| am) employed as|my (?:role|job title|position) is)\s+(?:an?\s+|the\s+)?", EN_ROLE, "The user works as {value}", slot="role"),
-    _rule("fact", "en", r"\bi work (?:at|for) [^,.;!?]+? as\s+(?:an?\s+|the\s+)?", EN_ROLE, "The user works as {value}", slot="role"),
+    _rule("fact", "en", r"\bi work (?:at|for) [^,.;!?]{1,160}? as\s+(?:an?\s+|the\s+)?", EN_ROLE, "The user works as {value}", slot="role"),
     _rule("fact", "en", r"\b(?:i work (?:at|for)|i(?:'m|’m| am) employed (?:at|by))\s+", ORG, "The user works at {value}", slot="employer"),
-    _rule("fact", "en", r"\bi work as [^,.;!?]+? (?:at|for)\s+", ORG, "The user works at {value}", slot="employer"),
+    _rule("fact", "en", r"\bi work as [^,.;!?]{1,160}? (?:at|for)\s+", ORG, "The user works at {value}", slot="employer"),
     _rule("fact", "en", r"\b(?:i live in|i(?:'m|’m| am) (?:based|living) in|i(?:'ve|’ve| have)? (?:just )?moved to)\s+", PLACE, "The user lives in {value}", slot="location"),
     _rule("fact", "en", r"\bmy time ?zone is\s+(?:the\s+)?", TIMEZONE, "The user's timezone is {value}", slot="timezone"),
     _rule("fact", "en", r"\bi speak\s+(?:fluent\s+)?", EN_LANGUAGES, "The user speaks {value}", slot="language"),
@@ -229,7 +239,7 @@ RULES: tuple[Rule, ...] = (
     _rule("fact", "en", r"(?:^|[,:;]\s*)(?:(?:oh|and|also|sorry)[,!]?\s+)?i(?:'m|’m| am)\s+", NAME + r"(?=\s*(?:[,.!;]|$)|\s+(?i:by the way|btw|here|from)\b)", "The user's name is {value}", slot="name"),
     _rule("fact", "en", _EN_I_AM_A, EN_TITLE, "The user works as {value}", slot="role"),
     _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"\s+(?:at|for|with)\s+", ORG, "The user works at {value}", slot="employer"),
-    _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"(?:\s+(?:at|for|with)\s+(?:(?!\b(?:and|but|so|because|i|we|in)\b)[^,.;!?])+?)?\s+in\s+", PLACE, "The user works in {value}", slot="location"),
+    _rule("fact", "en", _EN_I_AM_A + _EN_TITLE + r"(?:\s+(?:at|for|with)\s+(?:(?!\b(?:and|but|so|because|i|we|in)\b)[^,.;!?]){1,160}?)?\s+in\s+", PLACE, "The user works in {value}", slot="location"),
     _rule("fact", "en", rf"\bmy {EN_RELATION}{APOS}s name is\s+", NAME, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
     _rule("fact", "en", rf"\bmy {EN_RELATION}(?: is|{APOS}s) (?:called |named )?", NAME, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
     _rule("fact", "en", rf"\bmy {EN_RELATION},? (?=[A-ZÀ-ÖØ-Þ])", NAME + _NAME_END, "The user's {relation} is {value}", relation_slots=EN_RELATIONS),
@@ -238,9 +248,9 @@ RULES: tuple[Rule, ...] = (
     _rule("fact", "fr", rf"\b(?:je m{APOS}appelle|mon (?:pré)?nom est|mon (?:pré)?nom c{APOS}est|appelle-moi|appelez-moi|on m{APOS}appelle)\s+", NAME, "L'utilisateur s'appelle {value}", slot="name"),
     _rule("fact", "fr", rf"\b(?:bonjour|salut|coucou)[,!]?\s+(?:je suis|moi c{APOS}est|c{APOS}est)\s+", NAME, "L'utilisateur s'appelle {value}", slot="name"),
     _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:comme|en tant que)\s+", FR_ROLE, "L'utilisateur travaille comme {value}", slot="role"),
-    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:chez|pour) [^,.;!?]+? (?:comme|en tant que)\s+", FR_ROLE, "L'utilisateur travaille comme {value}", slot="role"),
+    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:chez|pour) [^,.;!?]{1,160}? (?:comme|en tant que)\s+", FR_ROLE, "L'utilisateur travaille comme {value}", slot="role"),
     _rule("fact", "fr", r"\b(?:je (?:travaille|bosse)|je suis employée?)\s+(?:chez|pour)\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
-    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:comme|en tant que) [^,.;!?]+? chez\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
+    _rule("fact", "fr", r"\bje (?:travaille|bosse) (?:comme|en tant que) [^,.;!?]{1,160}? chez\s+", ORG, "L'utilisateur travaille chez {value}", slot="employer"),
     _rule("fact", "fr", rf"\b(?:j{APOS}habite|je vis|je suis basée?|j{APOS}ai déménagé)\s+(?P<prep>à|en|au|aux)\s+", PLACE, "L'utilisateur habite {prep} {value}", slot="location"),
     _rule("fact", "fr", rf"\bj{APOS}habite\s+(?=[A-ZÀ-ÖØ-Þ])", PLACE, "L'utilisateur habite à {value}", slot="location"),
     _rule("fact", "fr", rf"\bmon fuseau(?: horaire)? (?:est|c{APOS}est)\s+(?:le\s+|l{APOS})?", TIMEZONE, "Le fuseau horaire de l'utilisateur est {value}", slot="timezone"),
@@ -258,7 +268,7 @@ RULES: tuple[Rule, ...] = (
     _rule("preference", "en", r"\bi (?:really |much |strongly |generally |usually |always )?prefer\s+", REST, "The user prefers {value}", is_rewritten=True),
     _rule("preference", "en", r"\bi(?:'d|’d| would) (?:really |much )?prefer\s+", REST, "The user prefers {value}", is_rewritten=True),
     _rule("preference", "en", r"\bi(?:'d|’d| would) rather\s+", REST, "The user would rather {value}", is_rewritten=True),
-    _rule("preference", "en", r"\bmy favou?rite\s+(?P<thing>[\w' -]{2,30}?)\s+(?:is|are)\s+", REST, "The user's favourite {thing} is {value}", is_rewritten=True),
+    _rule("preference", "en", r"\bmy favou?rite\s++(?P<thing>[\w' -]{2,30}?)\s++(?:is|are)\s+", REST, "The user's favourite {thing} is {value}", is_rewritten=True),
     _rule("preference", "en", rf"\bi (?:really |genuinely |absolutely |just |do |also |honestly )?(?P<verb>like|love|enjoy|adore|hate|dislike|detest|loathe)\s+{_EN_NOT_TASTE}", REST, "The user {verb}s {value}", is_rewritten=True),
     _rule("preference", "en", rf"\bi (?:don{APOS}t|do not) (?:really )?(?P<verb>like|enjoy)\s+{_EN_NOT_TASTE}", REST, "The user doesn't {verb} {value}", is_rewritten=True),
     _rule("preference", "en", rf"\bi can(?:{APOS}t|not| not) stand\s+{_EN_NOT_TASTE}", REST, "The user can't stand {value}", is_rewritten=True),
@@ -268,7 +278,7 @@ RULES: tuple[Rule, ...] = (
     _rule("preference", "fr", r"\bje (?:déteste|hais)\s+", REST, "L'utilisateur déteste {value}", is_rewritten=True),
     _rule("preference", "fr", rf"\bje n{APOS}aime pas\s+{_FR_NOT_TASTE}", REST, "L'utilisateur n'aime pas {value}", is_rewritten=True),
     _rule("preference", "fr", r"\bje ne supporte pas\s+", REST, "L'utilisateur ne supporte pas {value}", is_rewritten=True),
-    _rule("preference", "fr", rf"\b(?:mon|ma|mes)\s+(?P<thing>[\w' -]{{2,30}}?\s+préférée?s?)\s+(?:est|sont|c{APOS}est)\s+", REST, "{thing} de l'utilisateur : {value}", is_rewritten=True),
+    _rule("preference", "fr", rf"\b(?:mon|ma|mes)\s++(?P<thing>[\w' -]{{2,30}}?\s++préférée?s?)\s++(?:est|sont|c{APOS}est)\s+", REST, "{thing} de l'utilisateur : {value}", is_rewritten=True),
     # Procedures: instructions to the assistant, kept in the user's words.
     _rule("procedure", "en", rf"{_CLAUSE_START}(?:please\s+|and\s+|so\s+|also\s+)?(?:you (?:should|must)\s+)?", EN_ALWAYS, "{value}", checks_negation=False),
     _rule("procedure", "en", rf"{_CLAUSE_START}(?:from now on|going forward|in (?:the )?future)\s*,?\s+", EN_INSTRUCTION, "{value}", checks_negation=False),
@@ -304,8 +314,12 @@ _EN_PRONOUNS = {
     "myself": "themselves",
 }
 _FR_PRONOUNS = {"mon": "son", "ma": "sa", "mes": "ses", "me": "se", "m'": "s'", "moi": "lui"}
-_EN_PRONOUN = re.compile(r"\b(?:i['’](?:m|ve|ll|d)|myself|mine|my|me|i)\b", re.IGNORECASE)
-_FR_PRONOUN = re.compile(r"\b(?:m['’]|mon\b|ma\b|mes\b|me\b|moi\b)", re.IGNORECASE)
+_EN_PRONOUN = text_patterns.compile(
+    r"\b(?:i['’](?:m|ve|ll|d)|myself|mine|my|me|i)\b", text_patterns.IGNORECASE
+)
+_FR_PRONOUN = text_patterns.compile(
+    r"\b(?:m['’]|mon\b|ma\b|mes\b|me\b|moi\b)", text_patterns.IGNORECASE
+)
 
 
 def french_relation_subject(determiner: str, relation: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import re
+from memoryhub import text_patterns
 
 # A sentence ends at . ! ? … (plus closing quotes) followed by a space, or at a line break;
 # "3.5" or "v2.1" do not end one.
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'’”»)\]]*(?=\s|$)|\n+")
-_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+# From the first mark of a run only, taking the run and its closers whole: from every mark of
+# "....x" it rescanned the rest of the run (quadratic).
+_SENTENCE_END = text_patterns.compile(r"(?<![.!?…])[.!?…]++[\"'’”»)\]]*+(?=\s|$)|\n+")
+_WORD = text_patterns.compile(r"[^\W\d_][\w'’-]*")
+_APOSTROPHE = text_patterns.compile(r"['’]")
 
 # fmt: off
 STOPWORDS = frozenset((
@@ -59,7 +62,7 @@ def content_words(text: str) -> list[str]:
     words = []
     for word in _WORD.findall(text.casefold()):
         # French elision: "l'anniversaire" is about "anniversaire".
-        word = re.split(r"['’]", word)[-1].strip("-")
+        word = _APOSTROPHE.split(word)[-1].strip("-")
         if len(word) >= 4 and word not in STOPWORDS:
             words.append(word)
     return words

@@ -9,11 +9,11 @@ longer than MAX_SUMMARY_SHARE of the user's own text, nor than MAX_SUMMARY_SENTE
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from memoryhub import text_patterns
 from memoryhub.injection import looks_like_instructions
 
 from .base import ExtractedItem, SessionSummary, Transcript, normalise_text
@@ -40,37 +40,41 @@ _STATEMENT_WEIGHT = 1
 _SPECIFIC_STATEMENT_WEIGHT = 4
 
 # Openers that add nothing to a summary: "Ok, we decided …" -> "we decided …".
-_OPENER = re.compile(
+_OPENER = text_patterns.compile(
     r"^(?:(?:oh|ok|okay|so|well|also|and|anyway|sorry|yes|yeah|hi|hello|hey|morning|bon|alors"
     r"|et|oui|ah|salut|bonjour|coucou|honestly|franchement|bref|update|quick update|recap"
     r"|correction|petite correction|heads up|au fait)\b\s*[,!:]?\s+)+",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # Small talk: laughter, moods and thanks.
-_SMALL_TALK = re.compile(
+_SMALL_TALK = text_patterns.compile(
     r"\b(?:lol|haha\w*|hehe|mdr|ptdr|lmao|ugh|omg|thanks|thank you|merci|cheers)\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # A statement about the user has the user (or "we") for subject; "my cousin works at …" is
 # about the cousin.
-_FIRST_PERSON = re.compile(
-    r"^(?:i|i['’]m|i['’]ve|i['’]ll|i['’]d|we|we['’]re|we['’]ve|je|j['’]|nous|on)\b", re.IGNORECASE
+_FIRST_PERSON = text_patterns.compile(
+    r"^(?:i|i['’]m|i['’]ve|i['’]ll|i['’]d|we|we['’]re|we['’]ve|je|j['’]|nous|on)\b",
+    text_patterns.IGNORECASE,
 )
 # Statements that are requests to the assistant: "I need help with …", "je cherche un …".
-_REQUEST = re.compile(
+_REQUEST = text_patterns.compile(
     r"^(?:i need (?:help|you|a|an|some)|i want you|i['’]d like you|i would like you|i['’]m looking"
     r"|i am looking|let me|let['’]s|j['’]ai besoin|je cherche|je voudrais|je veux que|aide-moi"
     r"|dis-moi)\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 
 
+# A word that is the user ("I", "I'm,"): not what makes a statement specific.
+_FIRST_PERSON_WORD = text_patterns.compile(r"I(?:['’]\w+)?\W*$")
 # Where a sentence splits into clauses that stand on their own: "I'm based in Vancouver, and I
 # speak English" -> "I'm based in Vancouver" + "I speak English".
-_CLAUSE_BREAK = re.compile(
-    r"[,;:]\s+|\s+(?:and|but|so|et|mais|donc)\s+(?=(?:i|i['’]m|i['’]ve|i['’]ll|i['’]d|my|we"
+# A break inside a run of spaces starts at its first space (see offline._SEGMENT_BREAK).
+_CLAUSE_BREAK = text_patterns.compile(
+    r"[,;:]\s+|(?<!\s)\s++(?:and|but|so|et|mais|donc)\s+(?=(?:i|i['’]m|i['’]ve|i['’]ll|i['’]d|my|we"
     r"|we['’]re|our|je|j['’]|mon|ma|mes|nous|on)\b)",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 
 
@@ -269,7 +273,7 @@ def _overlaps(offset: int, clause: str, taken: tuple[int, str]) -> bool:
 
 def _is_specific(text: str) -> bool:
     """Say whether a statement names something: a capitalised word past the first, or a number."""
-    words = [w for w in text.split()[1:] if not re.match(r"I(?:['’]\w+)?\W*$", w)]
+    words = [w for w in text.split()[1:] if not _FIRST_PERSON_WORD.match(w)]
     return any(word[:1].isupper() or any(ch.isdigit() for ch in word) for word in words)
 
 

@@ -6,12 +6,12 @@ a known job title makes a role. Lists are lowercase; the rules match them case-i
 
 from __future__ import annotations
 
-import re
+from memoryhub import text_patterns
 
 
 def alternatives(words: frozenset[str]) -> str:
     """A regex alternation of the words, longest first (so "co-founder" beats "founder")."""
-    return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return "|".join(text_patterns.escape(word) for word in sorted(words, key=len, reverse=True))
 
 
 # fmt: off

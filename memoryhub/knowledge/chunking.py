@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from memoryhub import text_patterns
 from memoryhub.tokens import count_tokens
 
 # MiniLM reads at most 256 word pieces; the document title is embedded with each passage.
 MAX_CHUNK_TOKENS = 180
 
-_BLANK_LINES = re.compile(r"\n\s*\n")
-_HEADING = re.compile(r"^#{1,6}\s")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_BLANK_LINES = text_patterns.compile(r"\n\s*\n")
+_HEADING = text_patterns.compile(r"^#{1,6}\s")
+_SENTENCE_END = text_patterns.compile(r"(?<=[.!?])\s+")
 
 
 def _sections(text: str) -> Iterator[list[str]]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import date
 
+from memoryhub import text_patterns
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import FailureClass
 
@@ -89,11 +89,11 @@ def composite_confidence(signals: Signals, weights: Mapping[str, float]) -> floa
     return round(min(1.0, max(0.0, total)), 4)
 
 
-_UUID = re.compile(
+_UUID = text_patterns.compile(
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
 )
 # A full stop ends a sentence only before a capital: "Mar. 3, 2024" stays one date.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-ÖØ-Þ])|\n+")
+_SENTENCE_END = text_patterns.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-ÖØ-Þ])|\n+")
 _MONTHS = {
     # English, full and abbreviated.
     "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4,
@@ -106,22 +106,25 @@ _MONTHS = {
     "décembre": 12, "decembre": 12,
 }  # fmt: skip
 _MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_ISO_DATE = re.compile(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})\b")
-_DAY_MONTH_YEAR = re.compile(
+_ISO_DATE = text_patterns.compile(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})\b")
+_DAY_MONTH_YEAR = text_patterns.compile(
     rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th|er)?\s+(?:of\s+)?{_MONTH}\s+(?P<year>\d{{4}})\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
-_MONTH_DAY_YEAR = re.compile(
-    rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>\d{{4}})\b", re.IGNORECASE
+_MONTH_DAY_YEAR = text_patterns.compile(
+    rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>\d{{4}})\b",
+    text_patterns.IGNORECASE,
 )
 # 03/04/2024 is March or April depending on the reader: past only if both readings are.
-_NUMERIC_DATE = re.compile(r"\b(?P<first>\d{1,2})[/.](?P<second>\d{1,2})[/.](?P<year>\d{4})\b")
-_UPCOMING = re.compile(
+_NUMERIC_DATE = text_patterns.compile(
+    r"\b(?P<first>\d{1,2})[/.](?P<second>\d{1,2})[/.](?P<year>\d{4})\b"
+)
+_UPCOMING = text_patterns.compile(
     r"\b(?:upcoming|coming\s+up|will|is\s+(?:scheduled|planned|due|set)|scheduled\s+for"
     r"|planned\s+for|due\s+on|next|soon|don['’]t\s+forget|remember\s+to|looking\s+forward"
     r"|à\s+venir|prochaine?s?|aura\s+lieu|se\s+tiendra|est\s+prévue?|prévue?s?\s+(?:pour|le)"
     r"|n['’]oubliez\s+pas|n['’]oublie\s+pas|va\s+avoir\s+lieu)\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,11 +10,12 @@ from uuid import UUID
 
 from django.db.models import Q, QuerySet
 
+from memoryhub import text_patterns
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry, User
 from memoryhub.services.audit import mode_pseudonym, record_access, subject_pseudonym
 
-PSEUDONYM_PATTERN = re.compile(r"^[0-9a-f]{32}$")
+PSEUDONYM_PATTERN = text_patterns.compile(r"^[0-9a-f]{32}$")
 CSV_COLUMNS = (
     "id",
     "created_at",

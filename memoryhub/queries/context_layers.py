@@ -8,7 +8,6 @@ names the database to read: queries/context.py picks the user's (memoryhub/repli
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +17,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Case, IntegerField, Value, When
 from pgvector.django import CosineDistance
 
+from memoryhub import text_patterns
 from memoryhub.actors import Actor
 from memoryhub.keyring import UserCipher
 from memoryhub.knowledge.queries import search_knowledge
@@ -47,7 +47,7 @@ _QUESTION_WORDS = frozenset(
         "qui que quoi quel quelle quels quelles quand ou comment pourquoi combien est-ce"
     )
 )
-_FIRST_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+_FIRST_WORD = text_patterns.compile(r"[\w'-]+", text_patterns.UNICODE)
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ not filter (a wrong guess must not hide the answer). Pure Python: no database, n
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from memoryhub import text_patterns
 
 _MONTHS = {
     name: number
@@ -35,14 +36,18 @@ _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"((?:19|20)\d\d)"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th|er)?"
 # "13 October 2023", "October 13, 2023", "October 2023", "2023": most precise first.
-_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE)
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE)
-_MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE)
-_YEAR_ONLY = re.compile(rf"\b{_YEAR}\b")
-_RELATIVE = re.compile(
+_DAY_MONTH_YEAR = text_patterns.compile(
+    rf"\b{_DAY}\s+{_MONTH},?\s+{_YEAR}\b", text_patterns.IGNORECASE
+)
+_MONTH_DAY_YEAR = text_patterns.compile(
+    rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", text_patterns.IGNORECASE
+)
+_MONTH_YEAR = text_patterns.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", text_patterns.IGNORECASE)
+_YEAR_ONLY = text_patterns.compile(rf"\b{_YEAR}\b")
+_RELATIVE = text_patterns.compile(
     r"\b(yesterday|hier|last\s+(?:week|month|year)|(?:l'|la\s+)?(?:semaine|mois|année|annee)"
     r"\s+derni[eè]re?)\b",
-    re.IGNORECASE,
+    text_patterns.IGNORECASE,
 )
 # What a day or a month named in a question covers: the turn telling of it is often a few days
 # later ("we went yesterday", "last weekend").

@@ -9,10 +9,11 @@ only (a French query reads as asking for a fact).
 
 from __future__ import annotations
 
-import re
+from memoryhub import text_patterns
 
-_GUESS = re.compile(
-    r"\b(?:would|could|might)\b(?!\s+you\b)|\b(?:likely|probably|possibly)\b", re.IGNORECASE
+_GUESS = text_patterns.compile(
+    r"\b(?:would|could|might)\b(?!\s+you\b)|\b(?:likely|probably|possibly)\b",
+    text_patterns.IGNORECASE,
 )
 
 

@@ -8,8 +8,7 @@ matches a term when it holds any of its forms. Pure Python: no database, no keys
 
 from __future__ import annotations
 
-import re
-
+from memoryhub import text_patterns
 from memoryhub.keyring import tokenize
 
 # Function words carry no lexical signal but would still match most memories. Kept in the
@@ -64,7 +63,7 @@ def query_terms(query: str) -> tuple[tuple[str, ...], ...]:
 
 
 # A capitalised word that does not open a sentence: most likely a name ("John", "Lyon").
-_NAME = re.compile(r"(?<![.?!:]\s)(?<!^)\b[A-Z][\w’'-]*", re.UNICODE)
+_NAME = text_patterns.compile(r"(?<![.?!:]\s)(?<!^)\b[A-Z][\w’'-]*", text_patterns.UNICODE)
 
 
 def query_names(query: str) -> frozenset[str]:

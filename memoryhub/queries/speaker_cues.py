@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from memoryhub import text_patterns
 from memoryhub.crypto import normalise_token
 from memoryhub.keyring import TOKEN_PATTERN, UserCipher
 from memoryhub.models import Mode, User
@@ -61,7 +61,7 @@ def _stand_in(query: str, names: set[str]) -> str:
     if not names:
         return query
 
-    def replace(match: re.Match[str]) -> str:
+    def replace(match: text_patterns.Match[str]) -> str:
         word = match.group()
         is_name = word[:1].isupper() and normalise_token(word) in names
         return SPEAKER_STAND_IN if is_name else word

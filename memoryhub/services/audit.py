@@ -8,7 +8,6 @@ Appends to different chains take different locks, so users never wait on each ot
 from __future__ import annotations
 
 import json
-import re
 import time
 import zlib
 from collections.abc import Iterable
@@ -19,14 +18,14 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memoryhub import crypto
+from memoryhub import crypto, text_patterns
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry
 from memoryhub.models.audit import LEGACY_CHAIN, SYSTEM_CHAIN
 
 GENESIS_HASH = "0" * 64
 # A log head as verify_audit prints it: "<row id>:<digest of the chain heads up to it>".
-ANCHOR_PATTERN = re.compile(r"(\d+):([0-9a-fA-F]{64})")
+ANCHOR_PATTERN = text_patterns.compile(r"\A(\d+):([0-9a-fA-F]{64})")
 # Two advisory locks, with arbitrary constants. The chain lock is the two-key form, whose key
 # space never meets the one-key form of the head lock: (class, 32-bit key from the chain name).
 # A key collision between two chains only makes those two wait on each other now and then.

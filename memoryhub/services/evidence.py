@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
@@ -13,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from memoryhub import text_patterns
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ContentTooLargeError, InvalidInputError
@@ -227,7 +227,7 @@ def _has_same_value(row: Memory, item: ExtractedItem, cipher: UserCipher) -> boo
     if payload.get("value"):
         return normalise_text(str(payload["value"])) == value
     # A row written without a value (an agent's remember): look for the value's words in it.
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", content) is not None
+    return text_patterns.whole_phrase(value).search(content) is not None
 
 
 def _find_near_duplicate(

@@ -7,7 +7,6 @@ of the sources is lost and nothing is invented.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from memoryhub import text_patterns
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
 from memoryhub.models import Memory, MemoryVersion
@@ -26,8 +26,8 @@ from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 THEME_GENERATOR = "consolidation"
 COMPACTION_GENERATOR = "compaction"
 
-SENTENCE_PATTERN = re.compile(r"[^.!?\n]+[.!?]*")
-WORD_PATTERN = re.compile(r"\w[\w'’-]*", re.UNICODE)
+SENTENCE_PATTERN = text_patterns.compile(r"[^.!?\n]+[.!?]*")
+WORD_PATTERN = text_patterns.compile(r"\w[\w'’-]*", text_patterns.UNICODE)
 # Function words: they open sentences without naming anyone, and never make a topic.
 COMMON_WORDS = frozenset(
     str.split(

@@ -10,7 +10,6 @@ Security invariants enforced here:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memoryhub import text_patterns
 from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError, InvalidInputError, KeyDestroyedError, NotFoundError
 from memoryhub.injection import looks_like_instructions
@@ -57,7 +57,7 @@ ITEM_RELATIONS = frozenset(
 ITEM_NAME_FIELDS = ("name", "title", "label", "id", "sku")
 TOOL_TYPES = frozenset({"tool", "tool_call"})
 MAX_NAME_CHARS = 200
-NODE_TYPE_SLUG = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+NODE_TYPE_SLUG = text_patterns.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
 @dataclass(frozen=True)
