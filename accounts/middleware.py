@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
@@ -54,7 +55,7 @@ class AdminRequiresMfaMiddleware:
 
 
 class NeverCacheSignedInPagesMiddleware:
-    """Pages of a signed-in person are never kept by the browser or a proxy.
+    """Pages of a signed-in person (any browser with a session) are never kept by a cache.
 
     They show memory, which can be deleted or forgotten a second later: Back, the back-forward
     cache or a shared proxy must not bring a deleted item (or a dead Undo) back from a copy.
@@ -66,7 +67,9 @@ class NeverCacheSignedInPagesMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if request.user.is_authenticated:
+        # The session cookie, not request.user: this runs on every answer, the 503 of a lost
+        # database included, and must not need the database to decide.
+        if settings.SESSION_COOKIE_NAME in request.COOKIES:
             add_never_cache_headers(response)
         # The same URL answers a whole page or an htmx fragment: never mix the two up.
         patch_vary_headers(response, ["HX-Request"])
