@@ -12,7 +12,7 @@ from uuid import UUID
 
 from memoryhub.fencing import fence_untrusted, neutralise
 from memoryhub.queries.context_layers import Entry
-from memoryhub.tokens import Block, count_tokens, fit_to_budget
+from memoryhub.tokens import Block, count_tokens, count_tokens_many, fit_to_budget
 
 MESSAGE_LAYER = 10
 
@@ -103,7 +103,14 @@ def _dropped(
     trusted: Sequence[TrustedBlock],
     lists: Sequence[ListLayer],
 ) -> list[DroppedEntry]:
-    tokens = {unit.key: count_tokens(unit.text) for unit in units if unit.key in set(keys)}
+    wanted = [unit for unit in units if unit.key in set(keys)]
+    tokens = dict(
+        zip(
+            [unit.key for unit in wanted],
+            count_tokens_many([unit.text for unit in wanted]),
+            strict=True,
+        )
+    )
     layer_of = {block.key: block.layer for block in trusted}
     entry_of = {entry.key: (layer, entry) for layer in lists for entry in layer.entries}
     dropped = []
