@@ -22,6 +22,7 @@ from memoryhub.keyring import cipher_for
 from memoryhub.models import IdempotentWrite, Memory, MemoryStatus, Mode, User
 from memoryhub.services.audit import record_access
 from memoryhub.services.memories import NewMemory, remember_many
+from memoryhub.sweeping import delete_oldest_in_batches
 
 UNIQUE_CONSTRAINT = "idempotent_write_unique"
 # Records deleted per statement by the sweep: short statements, no long lock on the table.
@@ -146,14 +147,8 @@ def sweep_idempotency_keys(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     cutoff = now - timedelta(hours=settings.MEMORYHUB_IDEMPOTENCY_KEEP_HOURS)
-    deleted = 0
-    while True:
-        batch = IdempotentWrite.objects.filter(
-            pk__in=IdempotentWrite.objects.filter(created_at__lt=cutoff)
-            .order_by("created_at")
-            .values("pk")[:SWEEP_BATCH]
-        )
-        count, _ = batch.delete()
-        deleted += count
-        if count < SWEEP_BATCH:
-            return deleted
+    return delete_oldest_in_batches(
+        IdempotentWrite.objects.filter(created_at__lt=cutoff),
+        order_by="created_at",
+        batch_size=SWEEP_BATCH,
+    )

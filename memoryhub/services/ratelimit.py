@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from memoryhub.errors import RateLimitedError
 from memoryhub.models import RateLimitWindow
+from memoryhub.sweeping import delete_oldest_in_batches
 
 WINDOW = timedelta(minutes=1)
 # How often per window a process adds its invalid-key count to the shared row, at most.
@@ -145,17 +146,11 @@ def sweep_rate_limit_windows(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     cutoff = _window_start(now) - WINDOW
-    deleted = 0
-    while True:
-        batch = RateLimitWindow.objects.filter(
-            pk__in=RateLimitWindow.objects.filter(window_start__lt=cutoff)
-            .order_by("window_start")
-            .values("pk")[:SWEEP_BATCH]
-        )
-        count, _ = batch.delete()
-        deleted += count
-        if count < SWEEP_BATCH:
-            return deleted
+    return delete_oldest_in_batches(
+        RateLimitWindow.objects.filter(window_start__lt=cutoff),
+        order_by="window_start",
+        batch_size=SWEEP_BATCH,
+    )
 
 
 def sweep_expired_cache_entries(*, now: datetime | None = None) -> int:
