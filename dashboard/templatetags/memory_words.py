@@ -82,6 +82,7 @@ ACTION_WORDS: dict[str, str] = {
     "memory.extract": "remembered things from a conversation",
     "session.start": "started a conversation",
     "session.end": "ended a conversation",
+    "session.list": "listed its recent conversations",
     "session.compact": "summarised a long conversation",
     "working_memory.read": "read its working notes of a conversation",
     "working_memory.write": "wrote its working notes of a conversation",

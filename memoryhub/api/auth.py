@@ -184,11 +184,18 @@ def scope_for_key(
     )
 
 
+def request_key(request: HttpRequest) -> ApiKey:
+    """The key that authenticated an API request."""
+    api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
+    if not isinstance(api_key, ApiKey):
+        raise NotAuthenticatedError("missing, unknown or revoked API key")
+    return api_key
+
+
 def resolve_scope(
     request: HttpRequest, user_ref: str | None, mode_slug: str = DEFAULT_MODE
 ) -> Scope:
     """The scope of an authenticated API request (see `scope_for_key`)."""
-    api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
-    if not isinstance(api_key, ApiKey):
-        raise NotAuthenticatedError("missing, unknown or revoked API key")
-    return scope_for_key(api_key, user_ref, mode_slug, channel=Channel.API, ip=client_ip(request))
+    return scope_for_key(
+        request_key(request), user_ref, mode_slug, channel=Channel.API, ip=client_ip(request)
+    )

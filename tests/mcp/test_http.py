@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -113,3 +114,35 @@ def test_an_owner_at_the_concurrent_request_limit_gets_429_and_slots_are_given_b
     assert structured(listed)["items"] == []
     # Given back just after the response is sent.
     wait_for(lambda: not RequestSlot.objects.exists(), "the slots to be given back", timeout=30)
+
+
+def test_an_mcp_only_agent_creates_users_logs_sessions_and_reads_resources_over_http(
+    base_url, world
+):
+    async def run():
+        headers = {"Authorization": f"Bearer {world['key']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            transport = streamable_http_client(f"{base_url}/mcp/", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                await client.call_tool("create_user", {"external_id": "erin"})
+                await client.call_tool(
+                    "remember", {"user": "erin", "kind": "fact", "content": "Erin sails"}
+                )
+                started = structured(await client.call_tool("start_session", {"user": "erin"}))
+                await client.call_tool(
+                    "add_message",
+                    {"session_id": started["id"], "role": "user", "content": "I sail on Sundays"},
+                )
+                ended = await client.call_tool("end_session", {"session_id": started["id"]})
+                profile = await client.read_resource(
+                    "memoryhub://users/erin/modes/personal/profile"
+                )
+                prompt = await client.get_prompt("context", {"user": "erin", "message": "Plans?"})
+                return structured(ended), profile, prompt
+
+    ended, profile, prompt = anyio.run(run)
+    assert ended["extraction_status"] == "queued"
+    assert [m["content"] for m in json.loads(profile.contents[0].text)["facts"]] == ["Erin sails"]
+    assert "Erin sails" in prompt.messages[0].content.text
+    entry = AuditEntry.objects.filter(action="session.end").order_by("-id").first()
+    assert (entry.channel, entry.client_ip) == ("mcp", "127.0.0.1")
