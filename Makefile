@@ -15,12 +15,14 @@ export DEBUG
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build of torch first: any other spec would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev]"
+	# The Python client, installed as its users would (tests/clients drive it on a live server).
+	$(BIN)/pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
 setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exists)
@@ -44,6 +46,7 @@ fmt: setup ## Format and auto-fix
 
 typecheck: setup ## mypy --strict
 	$(BIN)/mypy memoryhub dashboard review accounts admin_tools
+	$(BIN)/mypy clients/python/memoryhub_client
 
 pytest: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run
