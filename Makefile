@@ -10,7 +10,7 @@ DEBUG ?= true
 export DEBUG
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load bench-hostile browser-deps
+.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load bench-hostile browser-deps clients-schema
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -25,7 +25,15 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
-setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exists)
+# The TypeScript client's build and test tools, exactly as package-lock.json pins them.
+TS_CLIENT := clients/typescript
+TS_STAMP := $(TS_CLIENT)/node_modules/.installed
+
+$(TS_STAMP): $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(TS_STAMP)
+
+setup: $(STAMP) $(TS_STAMP) ## Create the virtualenv and install everything (reuses what exists)
 	$(BIN)/python manage.py export_embedding_model
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
@@ -51,6 +59,10 @@ typecheck: setup ## mypy --strict
 pytest: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
+
+clients-schema: setup ## After an API change: regenerate the TypeScript client's openapi.json and types
+	$(BIN)/python manage.py export_openapi_schema --api memoryhub.api.api.api --indent 2 --output $(TS_CLIENT)/openapi.json
+	cd $(TS_CLIENT) && npm run --silent generate
 
 bench: setup ## Retrieval, latency and extraction benchmarks (writes bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval
