@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
+import anyio.from_thread
 from django.db import close_old_connections, connection
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -14,12 +15,30 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import BaseModel, ValidationError
 
-from memoryhub.api.auth import Scope, scope_for_key
+from memoryhub.api.auth import OWN_USER, Scope, scope_for_key
 from memoryhub.errors import MemoryHubError
 from memoryhub.models import ApiKey, Channel
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# The resources of one user and mode (mcp/reading.py); `user` as the client spells it.
+RESOURCE_URI = "memoryhub://users/{user}/modes/{mode}/{name}"
+PROFILE, OPEN_ITEMS, SESSIONS = "profile", "open-items", "sessions"
+
+
+def resource_uris(scope: Scope, names: Iterable[str]) -> list[str]:
+    """Every spelling of these resources' URIs for the scope: by UUID, external id, or `me`."""
+    spellings = [str(scope.user.pk)]
+    if scope.user.external_id:
+        spellings.append(scope.user.external_id)
+    if scope.agent is None:
+        spellings.append(OWN_USER)
+    return [
+        RESOURCE_URI.format(user=user, mode=scope.mode.slug, name=name)
+        for name in names
+        for user in spellings
+    ]
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,15 @@ class Callers:
     def scope(self, ctx: Context, user: str, mode: str) -> Scope:
         caller = self.source(ctx)
         return scope_for_key(caller.api_key, user, mode, channel=Channel.MCP, ip=caller.client_ip)
+
+    def changed(self, ctx: Context, scope: Scope, *names: str) -> None:
+        """Tell the server's listeners (`subscriptions/listen`) that these resources changed.
+
+        Called from a sync tool body, on the worker thread anyio started it on. Only servers
+        that serve one key take listeners (stdio); see `build_server`.
+        """
+        for uri in resource_uris(scope, names):
+            anyio.from_thread.run(ctx.notify_resource_updated, uri)
 
 
 def _django_call(fn: Callable[P, R], to_error: Callable[[str, str], Exception]) -> Callable[P, R]:

@@ -14,7 +14,7 @@ from memoryhub.api.schemas import UserIn
 from memoryhub.api.sessions import MessageIn
 from memoryhub.models import Channel
 
-from .calls import Callers, dump, tool_errors
+from .calls import OPEN_ITEMS, PROFILE, SESSIONS, Callers, dump, tool_errors
 from .params import (
     AnswerId,
     AnswerText,
@@ -76,7 +76,9 @@ def add_tools(server: MCPServer, callers: Callers) -> None:
     ) -> dict[str, Any]:
         """Start logging a conversation with the user; add its messages, then end it."""
         scope = callers.scope(ctx, user, mode)
-        return dump(session_api.start_session_for(scope, is_incognito=incognito))
+        session = session_api.start_session_for(scope, is_incognito=incognito)
+        callers.changed(ctx, scope, SESSIONS)
+        return dump(session)
 
     @server.tool()
     @tool_errors
@@ -88,8 +90,10 @@ def add_tools(server: MCPServer, callers: Callers) -> None:
         scope, session = session_api.session_scope(
             caller.api_key, session_id, channel=Channel.MCP, ip=caller.client_ip
         )
-        message = MessageIn(role=role, content=content)
-        return dump(session_api.add_message_to(scope, session, message))
+        added = session_api.add_message_to(scope, session, MessageIn(role=role, content=content))
+        if added.applied_memory_ids:  # A correction or "remember that" changed memories.
+            callers.changed(ctx, scope, PROFILE, OPEN_ITEMS)
+        return dump(added)
 
     @server.tool()
     @tool_errors
@@ -99,7 +103,9 @@ def add_tools(server: MCPServer, callers: Callers) -> None:
         scope, session = session_api.session_scope(
             caller.api_key, session_id, channel=Channel.MCP, ip=caller.client_ip
         )
-        return dump(session_api.end_session_for(scope, session))
+        ended = session_api.end_session_for(scope, session)
+        callers.changed(ctx, scope, SESSIONS)
+        return dump(ended)
 
     @server.tool()
     @tool_errors

@@ -117,7 +117,8 @@ def _transport_security() -> TransportSecuritySettings:
 
 def build_mcp_app() -> ASGIApp:
     """The streamable-HTTP MCP app; every request must carry a valid bearer key."""
-    server = build_server(_caller_from_request)
+    # One server answers every key here: no resource subscriptions (see build_server).
+    server = build_server(_caller_from_request, has_subscriptions=False)
     # Stateless JSON responses: any worker can answer any request, no session affinity needed.
     inner: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

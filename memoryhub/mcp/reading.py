@@ -13,19 +13,22 @@ from memoryhub.api.recall import ContextIn
 from memoryhub.embeddings import default_embedder
 from memoryhub.queries.recent_sessions import list_recent_sessions
 
-from .calls import Callers, dump, read_errors
+from .calls import OPEN_ITEMS, PROFILE, RESOURCE_URI, SESSIONS, Callers, dump, read_errors
 from .params import Message, Mode, User
 
 JSON = "application/json"
-# `user` is the user's id or external id, or `me` for a personal key's own user.
-USER_MODE = "memoryhub://users/{user}/modes/{mode}"
+
+
+def _template(name: str) -> str:
+    # `user` is the user's id or external id, or `me` for a personal key's own user.
+    return RESOURCE_URI.replace("{name}", name)
 
 
 def add_resources_and_prompts(server: MCPServer, callers: Callers) -> None:
     """Register the resources and the `context` prompt on `server`."""
 
     @server.resource(
-        f"{USER_MODE}/profile",
+        _template(PROFILE),
         name="profile",
         description="The user's active facts, preferences and procedures in the mode.",
         mime_type=JSON,
@@ -35,7 +38,7 @@ def add_resources_and_prompts(server: MCPServer, callers: Callers) -> None:
         return dump(profile_api.read_profile(callers.scope(ctx, user, mode)))
 
     @server.resource(
-        f"{USER_MODE}/open-items",
+        _template(OPEN_ITEMS),
         name="open_items",
         description="What is still open for the user in the mode (to-dos, follow-ups).",
         mime_type=JSON,
@@ -45,7 +48,7 @@ def add_resources_and_prompts(server: MCPServer, callers: Callers) -> None:
         return dump(profile_api.read_open_items(callers.scope(ctx, user, mode)))
 
     @server.resource(
-        f"{USER_MODE}/sessions",
+        _template(SESSIONS),
         name="recent_sessions",
         description="The user's ten most recent sessions with you in the mode, newest first.",
         mime_type=JSON,

@@ -18,7 +18,7 @@ from memoryhub.embeddings import default_embedder
 from memoryhub.models import MemoryKind
 
 from . import conversations, reading
-from .calls import Caller, Callers, CallerSource, dump, tool_errors
+from .calls import OPEN_ITEMS, PROFILE, Caller, Callers, CallerSource, dump, tool_errors
 from .params import (
     BudgetTokens,
     Content,
@@ -56,9 +56,19 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(caller_source: CallerSource) -> MCPServer:
-    """An MCP server whose tools act for the key that `caller_source` authenticates."""
-    server: MCPServer = MCPServer(name="memoryhub", instructions=INSTRUCTIONS, version="1")
+def build_server(caller_source: CallerSource, *, has_subscriptions: bool = True) -> MCPServer:
+    """An MCP server whose tools act for the key that `caller_source` authenticates.
+
+    With `has_subscriptions`, clients may listen for changes to the resources that tool calls
+    make (`subscriptions/listen`). Only for a server that serves one key (stdio): on a shared
+    server one key's listener would learn when another key's users change.
+    """
+    server: MCPServer = MCPServer(
+        name="memoryhub",
+        instructions=INSTRUCTIONS,
+        version="1",
+        subscriptions=None if has_subscriptions else False,
+    )
     callers = Callers(caller_source)
     _add_memory_tools(server, callers)
     conversations.add_tools(server, callers)
@@ -84,13 +94,15 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
         Retrying? Send the same idempotency_key: the retry returns the first write.
         """
         fields = MemoryFields(kind=kind, content=content, importance=importance, payload=payload)
+        scope = callers.scope(ctx, user, mode)
         items, _ = memory_api.remember_items_once(
-            callers.scope(ctx, user, mode),
+            scope,
             [fields],
             embedder=default_embedder(),
             idempotency_key=idempotency_key,
             is_batch=False,
         )
+        callers.changed(ctx, scope, PROFILE, OPEN_ITEMS)
         return dump(items[0])
 
     @server.tool()
@@ -118,7 +130,9 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
             }
         )
         scope = callers.scope(ctx, user, mode)
-        return dump(memory_api.forget_memories(scope, payload, embedder=default_embedder()))
+        receipt = memory_api.forget_memories(scope, payload, embedder=default_embedder())
+        callers.changed(ctx, scope, PROFILE, OPEN_ITEMS)
+        return dump(receipt)
 
     @server.tool()
     @tool_errors

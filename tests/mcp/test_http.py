@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from memoryhub.models import ApiKey, AuditEntry, RequestSlot
 from memoryhub.services.agents import key_owner, rotate_agent_key
@@ -146,3 +147,17 @@ def test_an_mcp_only_agent_creates_users_logs_sessions_and_reads_resources_over_
     assert "Erin sails" in prompt.messages[0].content.text
     entry = AuditEntry.objects.filter(action="session.end").order_by("-id").first()
     assert (entry.channel, entry.client_ip) == ("mcp", "127.0.0.1")
+
+
+def test_the_shared_http_server_takes_no_listeners(base_url, world):
+    # One server answers every key: a listener could learn when another key's users change.
+    async def run():
+        headers = {"Authorization": f"Bearer {world['key']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            transport = streamable_http_client(f"{base_url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=30) as client:
+                with pytest.raises(MCPError):
+                    async with client.listen(resource_subscriptions=["memoryhub://x"]):
+                        pass
+
+    anyio.run(run)

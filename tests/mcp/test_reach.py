@@ -205,3 +205,19 @@ def test_the_context_prompt_fences_recalled_memory_before_the_message(world, emb
     fenced = text[text.index("<memory-data") : text.rindex("</memory-data>")]
     assert "Allergic to peanuts" in fenced
     assert "Allergic to peanuts" not in text[text.rindex("</memory-data>") :]
+
+
+def test_a_listener_hears_when_a_tool_changes_a_resource_it_subscribed_to(world):
+    alices = "memoryhub://users/alice/modes/personal/open-items"
+    bobs = "memoryhub://users/bob/modes/personal/open-items"
+
+    async def body(client):
+        async with client.listen(resource_subscriptions=[alices, bobs]) as subscription:
+            await client.call_tool(
+                "remember", {"user": "alice", "kind": "open_item", "content": "Call the bank"}
+            )
+            with anyio.fail_after(30):
+                return await subscription.__anext__()
+
+    event = _run(world["key"], body)
+    assert event.uri == alices
