@@ -7,6 +7,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -65,7 +66,7 @@ WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2, minimum=1)
 DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
 
 
-def _local_secret(filename: str, generate: str) -> str:
+def _local_secret(filename: str, generate: str | Callable[[], str]) -> str:
     """Read a development secret from DATA_DIR, creating it on first use (never committed).
 
     The secret is written to a private temporary file (0600 from its first byte, whatever the
@@ -78,7 +79,7 @@ def _local_secret(filename: str, generate: str) -> str:
         fd, temporary = tempfile.mkstemp(dir=DATA_DIR, prefix=f".{filename}.")
         try:
             with os.fdopen(fd, "w") as file:
-                file.write(generate)
+                file.write(generate() if callable(generate) else generate)
                 file.flush()
                 os.fsync(file.fileno())
             with contextlib.suppress(FileExistsError):  # Another process was first: use theirs.
@@ -88,7 +89,7 @@ def _local_secret(filename: str, generate: str) -> str:
     return path.read_text().strip()
 
 
-def _required_secret(name: str, filename: str, generate: str) -> str:
+def _required_secret(name: str, filename: str, generate: str | Callable[[], str]) -> str:
     value = env_str(name)
     if value is not None:
         return value
@@ -137,6 +138,8 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.mfa",
+    # The OAuth 2.1 / OpenID Connect authorization server for the MCP endpoint (mcp/oauth.py).
+    "allauth.idp.oidc",
     "memoryhub",
     "accounts",
     "dashboard",
@@ -317,6 +320,35 @@ MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "MemoryHub"
 # TOTP secrets and recovery seeds are stored sealed under a master key (accounts/adapter.py).
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
+
+
+def _rsa_private_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+# MemoryHub is the OAuth 2.1 authorization server of its own MCP endpoint: a person signs in on
+# the login page (with their second factor) and consents to a client and the modes it may use.
+# The key signs ID tokens (access tokens are opaque, looked up by hash): an RSA private key in
+# PEM. Unset with DEBUG off, OAuth sign-in is off and MCP takes agent and personal keys only.
+IDP_OIDC_PRIVATE_KEY = env_str("MEMORYHUB_OIDC_PRIVATE_KEY") or (
+    _local_secret("oidc-private-key", _rsa_private_key) if DEBUG else ""
+)
+MEMORYHUB_MCP_OAUTH = bool(IDP_OIDC_PRIVATE_KEY)
+if MEMORYHUB_MCP_OAUTH and "PRIVATE KEY-----" not in IDP_OIDC_PRIVATE_KEY:
+    raise ImproperlyConfigured("MEMORYHUB_OIDC_PRIVATE_KEY must be a PEM private key")
+IDP_OIDC_ADAPTER = "accounts.oidc.OIDCAdapter"
+# MCP clients register themselves (RFC 7591), as the MCP authorization spec expects; the
+# registration endpoint is rate limited per IP by allauth.
+IDP_OIDC_DCR_ENABLED = True
+IDP_OIDC_DCR_REQUIRES_INITIAL_ACCESS_TOKEN = False
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")

@@ -16,7 +16,7 @@ from mcp_types import INVALID_PARAMS
 from pydantic import BaseModel, ValidationError
 
 from memoryhub.api.auth import OWN_USER, Scope, scope_for_key
-from memoryhub.errors import MemoryHubError
+from memoryhub.errors import MemoryHubError, PermissionDeniedError
 from memoryhub.models import ApiKey, Channel
 
 P = ParamSpec("P")
@@ -47,10 +47,19 @@ class Caller:
 
     api_key: ApiKey
     client_ip: str | None = None
+    # The modes an OAuth grant allows (mcp/oauth.py); None for a bearer key (its own rules).
+    modes: frozenset[str] | None = None
 
 
 # Returns the caller of the current tool call; raises NotAuthenticatedError or RateLimitedError.
 CallerSource = Callable[[Context], Caller]
+
+
+def check_mode(caller: Caller, mode: str) -> None:
+    """Raise PermissionDeniedError unless the caller may use the mode."""
+    if caller.modes is not None and mode not in caller.modes:
+        # Security invariant: an OAuth grant reaches only the modes the person consented to.
+        raise PermissionDeniedError(f"this sign-in was not granted the {mode!r} mode")
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class Callers:
 
     def scope(self, ctx: Context, user: str, mode: str) -> Scope:
         caller = self.source(ctx)
+        check_mode(caller, mode)
         return scope_for_key(caller.api_key, user, mode, channel=Channel.MCP, ip=caller.client_ip)
 
     def changed(self, ctx: Context, scope: Scope, *names: str) -> None:

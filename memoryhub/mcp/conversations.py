@@ -14,7 +14,7 @@ from memoryhub.api.schemas import UserIn
 from memoryhub.api.sessions import MessageIn
 from memoryhub.models import Channel
 
-from .calls import OPEN_ITEMS, PROFILE, SESSIONS, Callers, dump, tool_errors
+from .calls import OPEN_ITEMS, PROFILE, SESSIONS, Callers, check_mode, dump, tool_errors
 from .params import (
     AnswerId,
     AnswerText,
@@ -90,6 +90,7 @@ def add_tools(server: MCPServer, callers: Callers) -> None:
         scope, session = session_api.session_scope(
             caller.api_key, session_id, channel=Channel.MCP, ip=caller.client_ip
         )
+        check_mode(caller, scope.mode.slug)
         added = session_api.add_message_to(scope, session, MessageIn(role=role, content=content))
         if added.applied_memory_ids:  # A correction or "remember that" changed memories.
             callers.changed(ctx, scope, PROFILE, OPEN_ITEMS)
@@ -103,6 +104,7 @@ def add_tools(server: MCPServer, callers: Callers) -> None:
         scope, session = session_api.session_scope(
             caller.api_key, session_id, channel=Channel.MCP, ip=caller.client_ip
         )
+        check_mode(caller, scope.mode.slug)
         ended = session_api.end_session_for(scope, session)
         callers.changed(ctx, scope, SESSIONS)
         return dump(ended)
@@ -152,6 +154,7 @@ def add_tools(server: MCPServer, callers: Callers) -> None:
         scope = answer_api.answer_scope(
             caller.api_key, answer_id, channel=Channel.MCP, ip=caller.client_ip
         )
+        check_mode(caller, scope.mode.slug)
         payload = FeedbackIn(value=value, comment=comment)
         return dump(answer_api.record_feedback_for(scope, answer_id, payload))
 

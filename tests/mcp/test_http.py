@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -20,27 +16,6 @@ from memoryhub.services.agents import key_owner, rotate_agent_key
 from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
 from tests.mcp.conftest import error_text, structured
 from tests.processes import wait_for
-
-
-@pytest.fixture(scope="module")
-def base_url():
-    """memoryhub.asgi:application served by uvicorn on a free loopback port, in a thread."""
-    from memoryhub.asgi import application
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
 
 
 def _call(base_url, key, *calls):
