@@ -131,6 +131,7 @@ def end_session_for(scope: Scope, session: Session) -> SessionOut:
 
 @router.post("/sessions", response={201: SessionOut, **ERRORS}, summary="Start a session")
 def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
+    """Open a conversation with the user in the mode; log its messages, then end it."""
     scope = resolve_scope(request, body.user, body.mode)
     return Status(201, start_session_for(scope, is_incognito=body.incognito))
 
@@ -141,6 +142,8 @@ def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
     summary="Add a message to a session",
 )
 def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Status[MessageOut]:
+    """Append one message to the transcript; a correction or "remember that" applies at once
+    (`applied_memory_ids`). 404 for a session out of the key's reach."""
     scope, session = _scoped_session(request, session_id)
     return Status(201, add_message_to(scope, session, body))
 
@@ -151,6 +154,8 @@ def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Stat
     summary="End a session and queue its extraction",
 )
 def end_session(request: HttpRequest, session_id: UUID) -> SessionOut:
+    """End the session: its extraction is queued (`extraction_status`), or skipped when it is
+    incognito, empty or the user paused memory. Ending it again changes nothing."""
     scope, session = _scoped_session(request, session_id)
     return end_session_for(scope, session)
 
@@ -163,6 +168,8 @@ def end_session(request: HttpRequest, session_id: UUID) -> SessionOut:
 def put_working_memory(
     request: HttpRequest, session_id: UUID, data: Body[dict[str, Any]]
 ) -> WorkingMemoryOut:
+    """Replace the session's scratch notes (a JSON object, size-capped, encrypted); they expire
+    after a while. 409 once the session has ended."""
     scope, session = _scoped_session(request, session_id)
     memory = sessions.put_working_memory(session=session, data=data, actor=scope.actor)
     return WorkingMemoryOut(
@@ -176,6 +183,7 @@ def put_working_memory(
     summary="Read the session's working memory",
 )
 def get_working_memory(request: HttpRequest, session_id: UUID) -> WorkingMemoryOut:
+    """The session's scratch notes, or `{}` with null times when there are none."""
     scope, session = _scoped_session(request, session_id)
     memory = sessions.get_working_memory(session=session, actor=scope.actor)
     return WorkingMemoryOut(

@@ -4,12 +4,18 @@ sends the person to sign in and consent (PKCE S256, resource indicator), then ca
 
 from __future__ import annotations
 
+import secrets
+from datetime import timedelta
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import httpx2
+from allauth.idp.oidc.adapter import get_adapter
+from allauth.idp.oidc.models import Client as OIDCClient
+from allauth.idp.oidc.models import Token
 from django.test import Client as DjangoClient
+from django.utils import timezone
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -179,9 +185,43 @@ def test_the_resource_metadata_names_the_authorization_server(base_url, world):
     assert {"mode:personal", "mode:work"} <= set(server["scopes_supported"])
 
 
-def test_a_token_issued_for_another_resource_is_refused(base_url, world):
+def _access_token(user, *, resources, scopes=("mode:personal",)):
+    """An access token as the authorization server stores it (by hash), for these resources."""
+    client = OIDCClient.objects.create(name="Other app", type=OIDCClient.Type.PUBLIC)
+    raw = secrets.token_urlsafe(32)
+    token = Token(
+        type=Token.Type.ACCESS_TOKEN,
+        client=client,
+        user=user,
+        hash=get_adapter().hash_token(raw),
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+    token.set_resources(resources)
+    token.set_scopes(scopes)
+    token.save()
+    return raw
+
+
+def _list_tools(base_url, token):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    headers = {"Accept": "application/json, text/event-stream", "Authorization": "Bearer nope"}
-    refused = httpx2.post(f"{base_url}/mcp", json=body, headers=headers)
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    return httpx2.post(f"{base_url}/mcp", json=body, headers=headers)
+
+
+def test_a_token_for_another_resource_or_none_is_refused(base_url, world):
+    elsewhere = _access_token(world["alice"], resources=["https://elsewhere.example/mcp"])
+    unbound = _access_token(world["alice"], resources=[])
+    bound = _access_token(world["alice"], resources=[f"{base_url}/mcp"])
+    for token in (elsewhere, unbound, "not-a-token"):
+        refused = _list_tools(base_url, token)
+        assert (refused.status_code, refused.json()["code"]) == (401, "not_authenticated")
+    assert _list_tools(base_url, bound).status_code == 200
+
+
+def test_without_a_signing_key_oauth_is_off_and_only_keys_work(base_url, world, settings):
+    settings.MEMORYHUB_MCP_OAUTH = False
+    bound = _access_token(world["alice"], resources=[f"{base_url}/mcp"])
+    refused = _list_tools(base_url, bound)
     assert refused.status_code == 401
-    assert refused.json()["code"] == "not_authenticated"
+    assert refused.headers["www-authenticate"] == "Bearer"
+    assert _list_tools(base_url, world["key"]).status_code == 200

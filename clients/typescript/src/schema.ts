@@ -279,7 +279,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a session */
+        /**
+         * Start a session
+         * @description Open a conversation with the user in the mode; log its messages, then end it.
+         */
         post: operations["memoryhub_api_sessions_start_session"];
         delete?: never;
         options?: never;
@@ -296,7 +299,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a message to a session */
+        /**
+         * Add a message to a session
+         * @description Append one message to the transcript; a correction or "remember that" applies at once
+         *     (`applied_memory_ids`). 404 for a session out of the key's reach.
+         */
         post: operations["memoryhub_api_sessions_add_message"];
         delete?: never;
         options?: never;
@@ -313,7 +320,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End a session and queue its extraction */
+        /**
+         * End a session and queue its extraction
+         * @description End the session: its extraction is queued (`extraction_status`), or skipped when it is
+         *     incognito, empty or the user paused memory. Ending it again changes nothing.
+         */
         post: operations["memoryhub_api_sessions_end_session"];
         delete?: never;
         options?: never;
@@ -328,9 +339,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read the session's working memory */
+        /**
+         * Read the session's working memory
+         * @description The session's scratch notes, or `{}` with null times when there are none.
+         */
         get: operations["memoryhub_api_sessions_get_working_memory"];
-        /** Replace the session's working memory (a JSON object) */
+        /**
+         * Replace the session's working memory (a JSON object)
+         * @description Replace the session's scratch notes (a JSON object, size-capped, encrypted); they expire
+         *     after a while. 409 once the session has ended.
+         */
         put: operations["memoryhub_api_sessions_put_working_memory"];
         post?: never;
         delete?: never;
