@@ -43,6 +43,10 @@ class MiniLMEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:

@@ -6,7 +6,10 @@ them (README, "Production"); the load and fault benchmarks start the very same c
 
 from __future__ import annotations
 
+import http.client
+import json
 import sys
+import time
 
 
 def web_command(*, host: str, port: int, workers: int, production: bool) -> list[str]:
@@ -35,3 +38,30 @@ def worker_command(*, concurrency: int) -> list[str]:
 def beat_command() -> list[str]:
     """Celery beat: exactly one per deployment, or periodic tasks run twice."""
     return [sys.executable, "-m", "celery", "-A", "memoryhub", "beat", "-l", "info"]
+
+
+READINESS_PATH = "/readyz"
+
+
+def wait_until_ready(*, host: str, port: int, timeout: float) -> tuple[bool, dict[str, object]]:
+    """Poll the web server's /readyz until it answers 200 or `timeout` seconds pass.
+
+    Returns whether it became ready and its last readiness body ({} if it never answered).
+    """
+    deadline = time.monotonic() + timeout
+    body: dict[str, object] = {}
+    while True:
+        connection = http.client.HTTPConnection(host, port, timeout=5)
+        try:
+            connection.request("GET", READINESS_PATH)
+            response = connection.getresponse()
+            body = json.loads(response.read() or b"{}")
+            if response.status == 200:
+                return True, body
+        except (OSError, http.client.HTTPException, ValueError):
+            pass  # Not listening yet, or restarting a worker: ask again.
+        finally:
+            connection.close()
+        if time.monotonic() >= deadline:
+            return False, body
+        time.sleep(0.5)

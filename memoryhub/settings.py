@@ -144,6 +144,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, before the host check and the HTTPS redirect (memoryhub/probes.py).
+    "memoryhub.probes.OperationsEndpointsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -162,7 +164,10 @@ MIDDLEWARE = [
 if not DEBUG:
     # The collected static files, served by the app itself (offline, no CDN; a proxy in front
     # caches them). With DEBUG on, staticfiles serves them from the source folders instead.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 ROOT_URLCONF = "memoryhub.urls"
 WSGI_APPLICATION = "memoryhub.wsgi.application"

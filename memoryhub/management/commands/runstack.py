@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.embedded_db import stop_embedded_postgres
-from memoryhub.process_model import beat_command, web_command, worker_command
+from memoryhub.process_model import beat_command, wait_until_ready, web_command, worker_command
 
 CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
@@ -49,6 +49,12 @@ class Command(BaseCommand):
             action="store_true",
             help="with --production: accept the embedded PostgreSQL (no DATABASE_URL)",
         )
+        parser.add_argument(
+            "--ready-timeout",
+            type=float,
+            default=120.0,
+            help="with --production: stop everything unless /readyz answers 200 within this",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         production = options["production"]
@@ -75,10 +81,12 @@ class Command(BaseCommand):
             "beat": beat_command(),
         }
         processes = {name: subprocess.Popen(argv) for name, argv in commands.items()}  # noqa: S603
-        self.stdout.write(
-            f"MemoryHub runs on http://{options['host']}:{options['port']}/ (Ctrl-C stops it)"
-        )
         try:
+            if production:
+                self._wait_until_ready(options["host"], options["port"], options["ready_timeout"])
+            self.stdout.write(
+                f"MemoryHub runs on http://{options['host']}:{options['port']}/ (Ctrl-C stops it)"
+            )
             self._supervise(processes)
         finally:
             self._stop(processes)
@@ -111,6 +119,14 @@ class Command(BaseCommand):
             )
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
+
+    def _wait_until_ready(self, host: str, port: int, timeout: float) -> None:
+        # The same readiness an orchestrator polls: database, broker, embedding model loaded.
+        probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104
+        is_ready, body = wait_until_ready(host=probe_host, port=port, timeout=timeout)
+        if not is_ready:
+            raise CommandError(f"the web server was not ready within {timeout:g} s: {body}")
+        self.stdout.write(f"Ready: {body.get('checks')}")
 
     def _supervise(self, processes: dict[str, subprocess.Popen[bytes]]) -> None:
         stopping = False
