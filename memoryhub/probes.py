@@ -1,9 +1,9 @@
-"""The operations endpoints (/healthz, /readyz), answered before any other middleware.
+"""The operations endpoints (/healthz, /readyz, /metrics), answered before any other middleware.
 
 An orchestrator probes a container by its own address over plain HTTP: Django's host check
 would refuse that address (400) and the HTTPS redirect would send it away (301). First in the
 chain, these answers need neither, read no session and open no user's data; they name
-dependencies and their state only.
+dependencies and their state only; /metrics wants a bearer token (memoryhub/metrics.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from memoryhub.health import probe
+from memoryhub.metrics import metrics_response
 
 HEALTHZ_PATH = "/healthz"
 READYZ_PATH = "/readyz"
+METRICS_PATH = "/metrics"
 
 
 def healthz() -> HttpResponse:
@@ -47,4 +49,6 @@ class OperationsEndpointsMiddleware:
                 return healthz()
             if request.path == READYZ_PATH:
                 return readyz()
+            if request.path == METRICS_PATH:
+                return metrics_response(request)
         return self.get_response(request)

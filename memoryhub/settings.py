@@ -146,6 +146,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # /healthz and /readyz, before the host check and the HTTPS redirect (memoryhub/probes.py).
     "memoryhub.probes.OperationsEndpointsMiddleware",
+    # Counts and times every other request, the 503s and 500s below it included.
+    "memoryhub.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -401,6 +403,8 @@ CELERY_BEAT_SCHEDULE = {
     # Workspace knowledge graph (memoryhub/services/graph.py, issue 9).
     "graph-decay-edges": {"task": "memoryhub.graph_decay_edges", "schedule": 86400.0},
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
+    # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).
+    "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
 }
 
 # Embeddings and extraction.
@@ -518,6 +522,13 @@ def cache_settings(url: str | None, *, debug: bool) -> dict[str, object]:
 
 
 CACHES = {"default": cache_settings(env_str("CACHE_URL"), debug=DEBUG)}
+
+# Prometheus metrics at /metrics (memoryhub/metrics.py), for a scraper sending this bearer token;
+# unset, the endpoint answers 404. With several web workers, each writes its counters under
+# PROMETHEUS_MULTIPROC_DIR (read by prometheus_client itself too), and a scrape adds them up.
+MEMORYHUB_METRICS_TOKEN = env_str("MEMORYHUB_METRICS_TOKEN")
+_metrics_dir = env_str("PROMETHEUS_MULTIPROC_DIR")
+METRICS_MULTIPROCESS_DIR = Path(_metrics_dir) if _metrics_dir else None
 
 LOGGING = {
     "version": 1,

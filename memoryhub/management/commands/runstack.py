@@ -10,9 +10,11 @@ PostgreSQL included.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -80,7 +82,14 @@ class Command(BaseCommand):
             ),
             "beat": beat_command(),
         }
-        processes = {name: subprocess.Popen(argv) for name, argv in commands.items()}  # noqa: S603
+        environment = {**os.environ}
+        if production:
+            metrics_dir = self._empty_metrics_dir()
+            environment["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+        processes = {
+            name: subprocess.Popen(argv, env=environment)  # noqa: S603  # Our own command lines.
+            for name, argv in commands.items()
+        }
         try:
             if production:
                 self._wait_until_ready(options["host"], options["port"], options["ready_timeout"])
@@ -119,6 +128,15 @@ class Command(BaseCommand):
             )
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
+
+    def _empty_metrics_dir(self) -> Path:
+        # The web workers' metric files (prometheus_client's multiprocess mode): counters
+        # start from zero with the stack, as a scraper expects after a restart.
+        directory = settings.METRICS_MULTIPROCESS_DIR or settings.DATA_DIR / "metrics"
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):
+            stale.unlink()
+        return directory
 
     def _wait_until_ready(self, host: str, port: int, timeout: float) -> None:
         # The same readiness an orchestrator polls: database, broker, embedding model loaded.
