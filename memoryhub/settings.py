@@ -530,6 +530,13 @@ MEMORYHUB_METRICS_TOKEN = env_str("MEMORYHUB_METRICS_TOKEN")
 _metrics_dir = env_str("PROMETHEUS_MULTIPROC_DIR")
 METRICS_MULTIPROCESS_DIR = Path(_metrics_dir) if _metrics_dir else None
 
+# OpenTelemetry (memoryhub/telemetry.py): off unless an OTLP endpoint is set or it is turned on
+# explicitly; the exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
+MEMORYHUB_OTEL_ENABLED = env_bool(
+    "MEMORYHUB_OTEL_ENABLED", default=env_str("OTEL_EXPORTER_OTLP_ENDPOINT") is not None
+)
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "memoryhub") or "memoryhub"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
