@@ -145,9 +145,7 @@ def test_a_missing_or_wrong_master_key_is_refused_before_anything_is_written(bac
             (wrong_audit, "MEMORYHUB_AUDIT_KEY is not the key this backup was taken with"),
             (incomplete, "lacks MEMORYHUB_MASTER_KEYS, MEMORYHUB_AUDIT_KEY"),
         ):
-            with pytest.raises(
-                CommandError, match=r"(?i)nothing was restored"
-            ) as error:
+            with pytest.raises(CommandError, match=r"(?i)nothing was restored") as error:
                 call_command("restore", str(folder), database_url=target, keys=str(keys_path))
             assert message in str(error.value)
             assert _tables(target) == 0  # Nothing was written to the target.
