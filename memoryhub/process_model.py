@@ -10,6 +10,7 @@ import http.client
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def web_command(*, host: str, port: int, workers: int, production: bool) -> list[str]:
@@ -65,3 +66,14 @@ def wait_until_ready(*, host: str, port: int, timeout: float) -> tuple[bool, dic
         if time.monotonic() >= deadline:
             return False, body
         time.sleep(0.5)
+
+
+def empty_metrics_dir(directory: Path) -> Path:
+    """Create or empty the web workers' metric folder (prometheus_client's multiprocess mode).
+
+    Counters start from zero with the processes, as a scraper expects after a restart.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    return directory

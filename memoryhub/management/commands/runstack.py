@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +21,13 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.embedded_db import stop_embedded_postgres
-from memoryhub.process_model import beat_command, wait_until_ready, web_command, worker_command
+from memoryhub.process_model import (
+    beat_command,
+    empty_metrics_dir,
+    wait_until_ready,
+    web_command,
+    worker_command,
+)
 
 CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
@@ -84,7 +89,9 @@ class Command(BaseCommand):
         }
         environment = {**os.environ}
         if production:
-            metrics_dir = self._empty_metrics_dir()
+            metrics_dir = empty_metrics_dir(
+                settings.METRICS_MULTIPROCESS_DIR or settings.DATA_DIR / "metrics"
+            )
             environment["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         processes = {
             name: subprocess.Popen(argv, env=environment)  # noqa: S603  # Our own command lines.
@@ -128,15 +135,6 @@ class Command(BaseCommand):
             )
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
-
-    def _empty_metrics_dir(self) -> Path:
-        # The web workers' metric files (prometheus_client's multiprocess mode): counters
-        # start from zero with the stack, as a scraper expects after a restart.
-        directory = settings.METRICS_MULTIPROCESS_DIR or settings.DATA_DIR / "metrics"
-        directory.mkdir(parents=True, exist_ok=True)
-        for stale in directory.glob("*.db"):
-            stale.unlink()
-        return directory
 
     def _wait_until_ready(self, host: str, port: int, timeout: float) -> None:
         # The same readiness an orchestrator polls: database, broker, embedding model loaded.
