@@ -10,6 +10,7 @@ import http.client
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -44,8 +45,10 @@ def beat_command() -> list[str]:
 READINESS_PATH = "/readyz"
 
 
-def wait_until_ready(*, host: str, port: int, timeout: float) -> tuple[bool, dict[str, object]]:
-    """Poll the web server's /readyz until it answers 200 or `timeout` seconds pass.
+def wait_until_ready(
+    *, host: str, port: int, timeout: float, is_alive: Callable[[], bool] = lambda: True
+) -> tuple[bool, dict[str, object]]:
+    """Poll the web server's /readyz until it answers 200, `timeout` seconds pass or it dies.
 
     Returns whether it became ready and its last readiness body ({} if it never answered).
     """
@@ -63,7 +66,7 @@ def wait_until_ready(*, host: str, port: int, timeout: float) -> tuple[bool, dic
             pass  # Not listening yet, or restarting a worker: ask again.
         finally:
             connection.close()
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or not is_alive():
             return False, body
         time.sleep(0.5)
 

@@ -6,7 +6,9 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from django.conf import settings
 from memoryhub import health, probes
 from memoryhub.process_model import wait_until_ready, web_command
 from tests.pg_clusters import free_port, temporary_cluster
-from tests.processes import wait_for
+from tests.processes import current_database_url, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,3 +130,44 @@ def test_a_web_worker_stays_alive_but_unready_while_its_database_is_down(tmp_pat
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runstack_production_stops_everything_when_the_stack_never_gets_ready(tmp_path):
+    """The broker is unreachable: /readyz says so, and runstack gives up instead of announcing."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+        "DEBUG": "false",
+        "SECRET_KEY": settings.SECRET_KEY,
+        "MEMORYHUB_MASTER_KEYS": settings.MEMORYHUB_MASTER_KEYS,
+        "MEMORYHUB_AUDIT_KEY": "an audit key other than the secret key",
+        "DATABASE_URL": current_database_url(),
+        "CELERY_BROKER_URL": f"redis://127.0.0.1:{free_port()}/0",
+        "MEMORYHUB_DATA_DIR": str(tmp_path),
+        "WEB_CONCURRENCY": "1",
+    }
+    port = free_port()
+    process = subprocess.Popen(  # noqa: S603  # Our own interpreter and arguments.
+        [
+            *(sys.executable, "manage.py", "runstack", "--production", "--allow-console-email"),
+            *("--port", str(port), "--ready-timeout", "45"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode != 0
+    assert "was not ready within 45 s" in stderr
+    assert "'broker': {'ok': False" in stderr
+    assert "MemoryHub runs on" not in stdout
+    # Every process it started is gone, the web server's port included.
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()

@@ -99,7 +99,9 @@ class Command(BaseCommand):
         }
         try:
             if production:
-                self._wait_until_ready(options["host"], options["port"], options["ready_timeout"])
+                self._wait_until_ready(
+                    options["host"], options["port"], options["ready_timeout"], processes["web"]
+                )
             self.stdout.write(
                 f"MemoryHub runs on http://{options['host']}:{options['port']}/ (Ctrl-C stops it)"
             )
@@ -136,10 +138,16 @@ class Command(BaseCommand):
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
 
-    def _wait_until_ready(self, host: str, port: int, timeout: float) -> None:
+    def _wait_until_ready(
+        self, host: str, port: int, timeout: float, web: subprocess.Popen[bytes]
+    ) -> None:
         # The same readiness an orchestrator polls: database, broker, embedding model loaded.
         probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104
-        is_ready, body = wait_until_ready(host=probe_host, port=port, timeout=timeout)
+        is_ready, body = wait_until_ready(
+            host=probe_host, port=port, timeout=timeout, is_alive=lambda: web.poll() is None
+        )
+        if web.poll() is not None:
+            raise CommandError(f"the web server exited with status {web.returncode}")
         if not is_ready:
             raise CommandError(f"the web server was not ready within {timeout:g} s: {body}")
         self.stdout.write(f"Ready: {body.get('checks')}")
