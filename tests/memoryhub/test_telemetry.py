@@ -114,6 +114,9 @@ def test_the_write_and_read_path_traces_ids_and_counts_never_text(client, spans)
         )
     assert Session.objects.get(pk=session["id"]).extraction_status == "done"
 
+    # A GET names its user and mode in the query string: it must not reach the span's URL.
+    listed = client.get("/api/v1/memories", scope, headers=auth)
+    assert listed.status_code == 200, listed.content
     post("/search", {**scope, "query": f"where is {CANARIES['query']}"})
     post("/context", {**scope, "message": f"Tell me about {CANARIES['context message']}"})
 
