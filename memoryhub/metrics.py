@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 
+from amqp.exceptions import ChannelError
 from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
@@ -274,8 +275,10 @@ def broker_queue_depth() -> int | None:
         ) as broker:
             declared = broker.default_channel.queue_declare(queue=BROKER_QUEUE, passive=True)
             return int(declared.message_count)
-    except Exception:  # A missing queue (nothing published yet) or a broker away.
-        return None if not url.startswith("memory://") else 0
+    except ChannelError:  # The broker answered: no such queue yet, nothing ever published.
+        return 0
+    except Exception:  # The broker is away or does not answer in time.
+        return None
 
 
 def _drop_dead_workers(directory: Path) -> None:

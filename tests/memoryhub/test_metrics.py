@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 import signal
 import subprocess
 from datetime import timedelta
@@ -12,10 +13,13 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
+from django.test import override_settings
 from django.utils import timezone
+from kombu import Connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from memoryhub.actors import Actor
+from memoryhub.metrics import broker_queue_depth
 from memoryhub.models import Session
 from memoryhub.process_model import web_command
 from memoryhub.services.sessions import end_session, start_session
@@ -196,3 +200,48 @@ def test_two_web_workers_add_up_their_counts_in_every_scrape(tmp_path):
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def redis_broker(settings, tmp_path):
+    """A redis-server of this test's own on loopback, as the Celery broker."""
+    port = free_port()
+    server = subprocess.Popen(  # noqa: S603  # The system's redis-server, loopback only.
+        [
+            shutil.which("redis-server") or "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    wait_for(lambda: broker_queue_depth_at(url) is not None, "redis-server", timeout=30)
+    settings.CELERY_BROKER_URL = url
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    yield url
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def broker_queue_depth_at(url: str) -> int | None:
+    with override_settings(CELERY_BROKER_URL=url, CELERY_BROKER_TRANSPORT_OPTIONS={}):
+        return broker_queue_depth()
+
+
+@pytest.mark.django_db
+def test_the_broker_queue_depth_counts_waiting_tasks_on_redis(client, settings, redis_broker):
+    settings.MEMORYHUB_METRICS_TOKEN = TOKEN
+    values = scrape(client)
+    assert values[("memoryhub_broker_up", ())] == 1  # Up, though nothing was ever queued.
+    assert values[("memoryhub_broker_queue_messages", ())] == 0
+    with Connection(redis_broker) as broker:
+        queue = broker.SimpleQueue("celery")
+        queue.put({"task": "waiting"})
+        queue.put({"task": "waiting too"})
+        queue.close()
+    assert scrape(client)[("memoryhub_broker_queue_messages", ())] == 2
