@@ -82,21 +82,26 @@ def check_database(alias: str = DEFAULT_DB_ALIAS) -> Check:
     return Check(is_ok=True, milliseconds=_since(started))
 
 
+def broker_connection() -> Connection:
+    """A new connection to the Celery broker that gives up within CHECK_TIMEOUT_SECONDS."""
+    options = {
+        **settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+        "socket_connect_timeout": CHECK_TIMEOUT_SECONDS,
+        "socket_timeout": CHECK_TIMEOUT_SECONDS,
+    }
+    return Connection(  # type: ignore[no-untyped-call]  # kombu ships no type hints.
+        settings.CELERY_BROKER_URL, connect_timeout=CHECK_TIMEOUT_SECONDS, transport_options=options
+    )
+
+
 def check_broker() -> Check:
     """Connect to the Celery broker within CHECK_TIMEOUT_SECONDS (a local folder: always up)."""
     started = time.monotonic()
     url = settings.CELERY_BROKER_URL or ""
     if url.startswith(LOCAL_BROKERS):
         return Check(is_ok=True, milliseconds=_since(started), state="local")
-    options = {
-        **settings.CELERY_BROKER_TRANSPORT_OPTIONS,
-        "socket_connect_timeout": CHECK_TIMEOUT_SECONDS,
-        "socket_timeout": CHECK_TIMEOUT_SECONDS,
-    }
     try:
-        with Connection(  # type: ignore[no-untyped-call]  # kombu ships no type hints.
-            url, connect_timeout=CHECK_TIMEOUT_SECONDS, transport_options=options
-        ) as broker:
+        with broker_connection() as broker:
             broker.ensure_connection(max_retries=1, timeout=CHECK_TIMEOUT_SECONDS)
     except Exception as error:  # Any failure means "not ready", named below.
         return _failed(started, error)

@@ -31,7 +31,6 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.models import Min, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from kombu.connection import Connection
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -45,6 +44,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from memoryhub.health import broker_connection
 from memoryhub.models import ExtractionRun, MemoryUsage, Session
 
 AUDIT_VERIFICATION_CACHE_KEY = "memoryhub:audit-verification"
@@ -264,15 +264,8 @@ def broker_queue_depth() -> int | None:
     if url.startswith("filesystem://"):
         folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("data_folder_in", "")))
         return sum(1 for path in folder.glob("*.msg")) if folder.is_dir() else 0
-    options = {
-        **settings.CELERY_BROKER_TRANSPORT_OPTIONS,
-        "socket_connect_timeout": 1,
-        "socket_timeout": 1,
-    }
     try:
-        with Connection(  # type: ignore[no-untyped-call]  # kombu ships no type hints.
-            url, connect_timeout=1, transport_options=options
-        ) as broker:
+        with broker_connection() as broker:
             declared = broker.default_channel.queue_declare(queue=BROKER_QUEUE, passive=True)
             return int(declared.message_count)
     except ChannelError:  # The broker answered: no such queue yet, nothing ever published.
