@@ -119,9 +119,13 @@ def _drop_query_string(span: Span, request: HttpRequest) -> None:
     # An API call names its user (external id) and mode in the query string.
     if not span.is_recording():
         return
-    span.set_attribute("http.url", request.build_absolute_uri(request.path))
+    # The raw Host header, not get_host(): a host Django refuses would raise here, in the
+    # first middleware, instead of getting its 400 further down.
+    host = request.META.get("HTTP_HOST") or request.META.get("SERVER_NAME", "")
+    url = f"{request.scheme}://{host}{request.path}"
+    span.set_attribute("http.url", url)
     span.set_attribute("http.target", request.path)
-    span.set_attribute("url.full", request.build_absolute_uri(request.path))
+    span.set_attribute("url.full", url)
     span.set_attribute("url.query", "")
 
 

@@ -242,3 +242,11 @@ def test_an_otlp_endpoint_turns_export_on_in_a_process_of_its_own(tmp_path):
     assert b"embeddings all-MiniLM-L6-v2" in body
     assert b"memoryhub-test" in body
     assert b"a text of a user" not in body
+
+
+def test_a_refused_host_still_gets_its_400_with_tracing_on(client, spans):
+    response = client.get("/accounts/login/?next=/dashboard/", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    assert client.get("/accounts/login/?next=/dashboard/").status_code == 200
+    [request] = [span for span in spans.get_finished_spans() if span.kind == SpanKind.SERVER]
+    assert request.attributes["http.url"] == "http://testserver/accounts/login/"
