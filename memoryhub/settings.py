@@ -147,6 +147,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, before the host check and the HTTPS redirect (memoryhub/probes.py).
+    "memoryhub.probes.OperationsEndpointsMiddleware",
+    # Counts and times every other request, the 503s and 500s below it included.
+    "memoryhub.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -165,7 +169,10 @@ MIDDLEWARE = [
 if not DEBUG:
     # The collected static files, served by the app itself (offline, no CDN; a proxy in front
     # caches them). With DEBUG on, staticfiles serves them from the source folders instead.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 ROOT_URLCONF = "memoryhub.urls"
 WSGI_APPLICATION = "memoryhub.wsgi.application"
@@ -428,6 +435,8 @@ CELERY_BEAT_SCHEDULE = {
     # Workspace knowledge graph (memoryhub/services/graph.py, issue 9).
     "graph-decay-edges": {"task": "memoryhub.graph_decay_edges", "schedule": 86400.0},
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
+    # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).
+    "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
 }
 
 # Embeddings and extraction.
@@ -545,6 +554,20 @@ def cache_settings(url: str | None, *, debug: bool) -> dict[str, object]:
 
 
 CACHES = {"default": cache_settings(env_str("CACHE_URL"), debug=DEBUG)}
+
+# Prometheus metrics at /metrics (memoryhub/metrics.py), for a scraper sending this bearer token;
+# unset, the endpoint answers 404. With several web workers, each writes its counters under
+# PROMETHEUS_MULTIPROC_DIR (read by prometheus_client itself too), and a scrape adds them up.
+MEMORYHUB_METRICS_TOKEN = env_str("MEMORYHUB_METRICS_TOKEN")
+_metrics_dir = env_str("PROMETHEUS_MULTIPROC_DIR")
+METRICS_MULTIPROCESS_DIR = Path(_metrics_dir) if _metrics_dir else None
+
+# OpenTelemetry (memoryhub/telemetry.py): off unless an OTLP endpoint is set or it is turned on
+# explicitly; the exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
+MEMORYHUB_OTEL_ENABLED = env_bool(
+    "MEMORYHUB_OTEL_ENABLED", default=env_str("OTEL_EXPORTER_OTLP_ENDPOINT") is not None
+)
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "memoryhub") or "memoryhub"
 
 LOGGING = {
     "version": 1,

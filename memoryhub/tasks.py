@@ -15,7 +15,9 @@ from django.utils import timezone
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.extraction import ExtractionError
+from memoryhub.metrics import record_audit_verification
 from memoryhub.services import (
+    audit,
     compaction,
     consolidate,
     decay,
@@ -207,3 +209,17 @@ def graph_purge_transient() -> int:
     """Purge graph queries, responses and tool calls past their age; return nodes deleted."""
     older_than = timezone.now() - timedelta(days=settings.MEMORYHUB_GRAPH_TRANSIENT_DAYS)
     return sum(run.nodes_deleted for run in graph.purge_transient_nodes(older_than=older_than))
+
+
+@_task("memoryhub.verify_audit_chains", soft_time_limit=3000, time_limit=3300)
+def verify_audit_chains() -> bool:
+    """Verify every audit chain and keep the outcome for the metrics; return whether intact."""
+    report = audit.verify_chain()
+    record_audit_verification(
+        is_intact=report.is_intact,
+        rows_checked=report.rows_checked,
+        chains_checked=report.chains_checked,
+    )
+    if not report.is_intact:
+        logger.error("audit chain broken at row %s: %s", report.first_broken_id, report.reason)
+    return report.is_intact

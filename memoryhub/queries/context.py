@@ -41,6 +41,7 @@ from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 from memoryhub.services.write_checks import check_content
+from memoryhub.telemetry import context_result_attributes, traced
 
 __all__ = [
     "MESSAGE_LAYER",
@@ -266,6 +267,7 @@ def _workspace_layers(
     return lists
 
 
+@traced("assemble_context", result_attributes=context_result_attributes)
 def assemble_context(
     *,
     user: User,

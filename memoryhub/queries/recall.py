@@ -46,6 +46,7 @@ from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
 from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
+from memoryhub.telemetry import traced
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.25
@@ -356,6 +357,7 @@ def check_query(query: str) -> str:
     return query.strip()
 
 
+@traced("search_memory")
 def search_memories(
     *,
     user: User,

@@ -22,6 +22,7 @@ from memoryhub import crypto, text_patterns
 from memoryhub.actors import Actor
 from memoryhub.models import AuditEntry
 from memoryhub.models.audit import LEGACY_CHAIN, SYSTEM_CHAIN
+from memoryhub.telemetry import audit_result_attributes, traced
 
 GENESIS_HASH = "0" * 64
 # A log head as verify_audit prints it: "<row id>:<digest of the chain heads up to it>".
@@ -97,6 +98,7 @@ def _chain_lock_key(chain: str) -> int:
     return zlib.crc32(chain.encode()) - 2**31
 
 
+@traced("audit.append", result_attributes=audit_result_attributes)
 def record_access(
     *,
     actor: Actor,

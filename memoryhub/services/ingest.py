@@ -57,6 +57,7 @@ from memoryhub.services.evidence import store_items
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.quotas import is_within_memory_quota, stored_size
 from memoryhub.services.write_checks import check_content
+from memoryhub.telemetry import extraction_result_attributes, traced
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ def choose_extractor(workspace: Workspace) -> ExtractorChoice:
     )
 
 
+@traced("extract_memories", result_attributes=extraction_result_attributes)
 def run_extraction(
     *,
     session_id: UUID | str,
