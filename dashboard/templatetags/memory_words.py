@@ -36,6 +36,7 @@ ACTION_WORDS: dict[str, str] = {
     "memory.list": "listed memories",
     "memory.read": "read a memory",
     "memory.create": "remembered something",
+    "memory.reinforce": "said again something already remembered",
     "memory.edit": "edited a memory",
     "memory.delete": "deleted memories",
     "memory.forget": "forgot memories",
