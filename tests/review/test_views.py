@@ -254,9 +254,26 @@ def test_the_queue_page_charts_the_threshold_once_a_window_closes(
         reverse("review:candidate_approve", args=[candidate.pk]), {"answer": "Nine to seven."}
     )
     page = reviewer_client.get(reverse("review:queue")).content.decode()
-    assert "<polyline" in page
+    # One window is two lone dots as a chart: its figures in words instead (issue 29).
+    assert "<polyline" not in page and "One window of decisions has closed" in page
     assert "threshold 0.55" in page
     assert "approval rate 100%" in page
+
+
+def test_two_windows_draw_lines():
+    from django.utils import timezone
+
+    from review.chart import build_chart
+    from review.models import ThresholdChange
+
+    now = timezone.now()
+    windows = [
+        ThresholdChange(threshold=0.5, approval_rate=0.8, queue_size=3, created_at=now),
+        ThresholdChange(threshold=0.55, approval_rate=0.6, queue_size=1, created_at=now),
+    ]
+    chart = build_chart(windows)
+    assert not chart.is_single and len(chart.threshold_points.split()) == 2
+    assert chart.threshold_points.split()[0] != chart.threshold_points.split()[1]
 
 
 def test_a_proposed_fact_and_a_decided_candidate_render_without_decision_forms(
