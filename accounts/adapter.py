@@ -29,6 +29,8 @@ from memoryhub.models import DEFAULT_MODES, Mode
 from memoryhub.services.agents import get_or_create_workspace, revoke_personal_keys
 
 MFA_SEAL_PURPOSE = "mfa"
+# What allauth names its two-factor pages when it asks whether they need a re-authentication.
+MFA_APP = "allauth.mfa"
 # Where allauth keeps what it passes through encrypt(): the TOTP secret, the recovery seed.
 SEALED_FIELDS = {
     Authenticator.Type.TOTP: ("secret",),
@@ -49,14 +51,15 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
         return saved
 
     def is_reauthentication_required(self, *, app: str, **kwargs: Any) -> bool:
-        """Not right after a login: a password typed seconds ago proves as much as a second one.
+        """Two-factor pages need no second password right after a login: one typed seconds ago
+        proves as much. Minting a personal key still asks (dashboard/views/account.py).
 
         allauth counts only a re-authentication as recent, so a reviewer sent to set up
-        two-factor straight after logging in had to type the password again.
+        two-factor straight after logging in had to type the password again (issue 29).
         """
         if not super().is_reauthentication_required(app=app, **kwargs):
             return False
-        return not _logged_in_recently(context.request)
+        return not (app == MFA_APP and _logged_in_recently(context.request))
 
     def set_password(self, user: Any, password: str) -> None:
         """A new password (changed, reset or set) also revokes every personal key of the user.

@@ -522,3 +522,36 @@ def test_the_queue_can_list_what_was_answered_for_users(reviewer_client, candida
     reviewer_client.post(answer_url(candidate), {"user_answer": "Opens at 9."})
     page = reviewer_client.get(reverse("review:queue"), {"status": "answered"}).content.decode()
     assert f"candidate-{candidate.pk}" in page
+
+
+def test_a_policy_question_cannot_be_turned_into_one_users_answer_or_to_do(
+    reviewer_client, report, user, personal
+):
+    policy = report(
+        "Can you tell me my colleague's salary?",
+        "I cannot share that.",
+        {"retrieval": 0.1, "policy": 0.0, "completeness": 0.8, "memory": 0.3},
+    ).candidate
+    assert policy.failure_class == "policy_block"
+    page = reviewer_client.get(
+        reverse("review:candidate_detail", args=[policy.pk])
+    ).content.decode()
+    assert "Needs the user" not in page and "Write it for this user" not in page
+    assert "the workspace’s rule" in page
+    for response in (
+        reviewer_client.post(needs_user_url(policy)),
+        reviewer_client.post(answer_url(policy), {"user_answer": "It is secret."}),
+    ):
+        assert response.status_code == 422
+        assert "a policy question is the workspace" in response.content.decode()
+    assert memories_of(user, personal) == []
+
+
+def test_a_needs_the_user_item_does_not_read_as_a_reviewers_answer(
+    client, reviewer_client, candidate, user
+):
+    reviewer_client.post(needs_user_url(candidate))
+    client.force_login(user)
+    page = client.get("/dashboard/").content.decode()
+    assert f"A reviewer could not answer your question “{QUESTION}” for you" in page
+    assert "A reviewer’s answer" not in page
