@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -16,8 +16,23 @@ from memoryhub.queries.memories import decrypt_memory, memories_of
 from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, climb_ladder, status_for
-from memoryhub.services.memories import NewMemory, lock_slot, remember_many
+from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.write_checks import check_content, check_writable
+
+
+def _lock_contents(*, user: User, mode: Mode, contents: list[str], cipher: UserCipher) -> None:
+    """Hold a lock per distinct text until the transaction ends, in one statement.
+
+    Two requests repeating the same words at once: the second waits, then finds the first's
+    memory. The locks are taken in one order, so two batches cannot wait on each other.
+    """
+    names = sorted({f"memory-repeat:{user.pk}:{mode.pk}:{cipher.slot_hash(c)}" for c in contents})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(name, 0))"
+            " FROM (SELECT name FROM unnest(%s::text[]) AS name ORDER BY name) AS names",
+            [names],
+        )
 
 
 def _is_same(row: Memory, item: NewMemory, content: str, cipher: UserCipher) -> bool:
@@ -88,9 +103,7 @@ def remember_unless_repeated(
     cipher = cipher_for(user)
     contents = [check_content(item.content) for item in items]
     with transaction.atomic():
-        # Two requests repeating the same words at once: the second waits and finds the first.
-        for content in sorted(set(contents)):
-            lock_slot(user=user, mode=mode, slot_hash=f"repeat:{cipher.slot_hash(content)}")
+        _lock_contents(user=user, mode=mode, contents=contents, cipher=cipher)
         repeats = _find_repeats(user=user, mode=mode, items=items, contents=contents, cipher=cipher)
         fresh = [item for position, item in enumerate(items) if position not in repeats]
         created = iter(
