@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
-from django_htmx.http import reswap
+from django_htmx.http import reswap, trigger_client_event
 
 from dashboard.forms import (
     AgentFilterForm,
@@ -198,9 +198,12 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
             if not request.htmx:
                 return back_to_list(request, mode, anchor=f"memory-{memory_id}")
             item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
-            return render_fragment(
-                request, "dashboard/_memory.html", _card_context(request, mode, item=item)
-            )
+            context = _card_context(request, mode, item=item)
+            response = render_fragment(request, "dashboard/_memory.html", context, mode=mode)
+            if is_rewritten and item.status in LIVE_STATUSES:
+                # Its "Is this right?" box, if shown, is answered too (app.js removes it).
+                trigger_client_event(response, "mh-answered", {"id": f"candidate-{memory_id}"})
+            return response
     status = 422 if request.method == "POST" else 200
     context = _card_context(request, mode, item=item, form=form)
     return page_or_fragment(

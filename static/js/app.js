@@ -157,3 +157,12 @@ document.addEventListener("htmx:afterSettle", function countSearchResults() {
       ? "No close match left for “" + query + "”."
       : shown + " close match" + (shown === 1 ? "" : "es") + " for “" + query + "”, best first.";
 });
+
+// An item answered elsewhere on the page (rewritten by its owner): its "Is this right?" box
+// goes, if it is shown at all (only the newest few are).
+document.addEventListener("mh-answered", function dropAnsweredQuestion(event) {
+  var box = document.getElementById(event.detail.id);
+  if (box) {
+    box.remove();
+  }
+});

@@ -112,9 +112,11 @@ def test_a_reviewer_sets_up_two_factor_right_after_login_and_is_told_why(
 # 2. The topic preview of forget is a GET: reload and Back show it again, no resubmission.
 
 
+@WIDTHS
 def test_the_topic_preview_survives_reload_and_back_without_resubmitting(
-    page, log_in, live_server, make, artifacts
+    page, log_in, live_server, make, artifacts, viewport
 ):
+    page.set_viewport_size(viewport)
     make("Training for the Lyon marathon.")
     make("Prefers vegetarian food.")
     log_in(page)
@@ -143,10 +145,11 @@ def test_the_topic_preview_survives_reload_and_back_without_resubmitting(
 
 @WIDTHS
 def test_an_edited_item_reads_as_the_users_and_a_left_question_as_a_question(
-    page, log_in, make, artifacts, viewport
+    page, log_in, make, artifacts, viewport, console_errors
 ):
     page.set_viewport_size(viewport)
     lyon = make("Lives in Lyon.", source="agent")
+    climbing = make("Might take up climbing.", source="extracted", status="candidate")
     make(
         "An agent could not answer “When is my dentist appointment?”: only you know.",
         kind="open_item",
@@ -166,6 +169,17 @@ def test_an_edited_item_reads_as_the_users_and_a_left_question_as_a_question(
     card.get_by_text("Lives in Paris.").wait_for()
     assert "From you ·" in card.inner_text()
     assert card.locator(".confidence").inner_text() == "confirmed"
+    # Rewriting an item that waits in "Is this right?" answers it: the box and its count follow.
+    question = page.locator(f"#candidate-{climbing.pk}")
+    assert question.is_visible() and page.locator("#candidate-count").inner_text() == "(1)"
+    guess = page.locator(f"#memory-{climbing.pk}")
+    guess.get_by_role("link", name="Edit").click()
+    guess.get_by_label("What MemoryHub remembers").fill("Took up climbing in May.")
+    guess.get_by_role("button", name="Save").click()
+    question.wait_for(state="detached")
+    assert page.locator("#candidate-count").inner_text() == "(0)"
+    assert guess.locator(".confidence").inner_text() == "confirmed"
+    assert console_errors == []
     left = page.locator(".memory.kind-open_item .from-review").inner_text()
     assert left.startswith("A reviewer could not answer your question")
     assert "A reviewer’s answer" not in page.content()
@@ -234,7 +248,11 @@ def test_forget_a_period_says_it_counts_the_day_saved(
 # 6. Dashboard search finds the user's own "not sure yet" items.
 
 
-def test_search_finds_the_users_own_not_sure_yet_items(page, log_in, live_server, make, artifacts):
+@WIDTHS
+def test_search_finds_the_users_own_not_sure_yet_items(
+    page, log_in, live_server, make, artifacts, viewport
+):
+    page.set_viewport_size(viewport)
     climbing = make("Might take up climbing.", source="extracted", status="candidate")
     log_in(page)
     assert page.locator(f"#candidate-{climbing.pk}").is_visible()  # On screen ...
