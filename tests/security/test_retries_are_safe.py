@@ -117,11 +117,14 @@ def test_a_retried_batch_returns_the_first_batch(world):
     assert _count(world.alice) == 2
 
 
-def test_without_an_idempotency_key_every_write_is_new(world):
+def test_without_an_idempotency_key_a_repeat_adds_evidence_not_a_copy(world):
     body = {"user": "alice", "kind": "fact", "content": "Works at Acme"}
-    statuses = [world.agent_http.post("/memories", body).status_code for _ in range(2)]
-    assert statuses == [201, 201]
-    assert _count(world.alice) == 2
+    replies = [world.agent_http.post("/memories", body) for _ in range(2)]
+    assert [reply.status_code for reply in replies] == [201, 200]
+    assert replies[1].json()["evidence_count"] == 2
+    assert _count(world.alice) == 1
+    other = world.agent_http.post("/memories", {**body, "content": "Works at Hexa"})
+    assert other.status_code == 201 and _count(world.alice) == 2
 
 
 def test_the_same_key_with_another_request_is_422_and_writes_nothing(world):
