@@ -239,9 +239,9 @@ def forget_memories(
 def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
     """Remember one item for the user in the mode (confidence medium or above).
 
-    A retry with the same idempotency_key returns the first write with 200. Without a key, an
-    exact repeat of a current item (same kind, content, payload and occurred_at) stores no
-    copy: that item gains evidence (evidence_count, then confidence) and comes back with 200.
+    A retry with the same idempotency_key returns the first write with 200. An exact repeat of
+    a current item (same kind, content, payload and occurred_at) stores no copy: that item
+    gains evidence (evidence_count, then confidence) and comes back with 200.
     """
     scope = resolve_scope(request, payload.user, payload.mode)
     items, is_replay = remember_items_once(
@@ -251,7 +251,7 @@ def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
         idempotency_key=payload.idempotency_key,
         is_batch=False,
     )
-    is_repeat = items[0].evidence_count > 1 and payload.idempotency_key is None
+    is_repeat = items[0].evidence_count > 1  # A new memory has one piece of evidence.
     return Status(200 if is_replay or is_repeat else 201, items[0])
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.models import Memory, MemorySource, Mode, User
+from memoryhub.models import IdempotentWrite, Memory, MemorySource, Mode, User
 from memoryhub.queries.memories import decrypt_memory, memories_of
 from memoryhub.replicas import note_write
 from memoryhub.services.audit import record_access
@@ -93,16 +93,22 @@ def remember_unless_repeated(
     actor: Actor,
     embedder: Embedder,
     agent_id: UUID | None = None,
+    idempotent_write: IdempotentWrite | None = None,
 ) -> list[Memory]:
     """Store the items, all or nothing; an exact repeat of a live memory reinforces that one.
 
     A repeat comes back as the existing memory with one more piece of evidence (so its
-    `evidence_count` is 2 or more; a new memory's is 1). Raises what `remember_many` raises.
+    `evidence_count` is 2 or more; a new memory's is 1). `idempotent_write` is saved first, as
+    `remember_many` does, and names every memory returned. Raises what `remember_many` raises.
     """
     check_writable(user, actor, mode)
     cipher = cipher_for(user)
     contents = [check_content(item.content) for item in items]
     with transaction.atomic():
+        if idempotent_write is not None:
+            # First: a concurrent write with the same key waits on its unique key, then fails.
+            idempotent_write.memory_ids = []
+            idempotent_write.save(force_insert=True)
         _lock_contents(user=user, mode=mode, contents=contents, cipher=cipher)
         repeats = _find_repeats(user=user, mode=mode, items=items, contents=contents, cipher=cipher)
         fresh = [item for position, item in enumerate(items) if position not in repeats]
@@ -129,7 +135,11 @@ def remember_unless_repeated(
                 object_ids=[row.pk for row in repeats.values()],
                 mode=mode.slug,
             )
-    return [
-        repeats[position] if position in repeats else next(created)
-        for position in range(len(items))
-    ]
+        rows = [
+            repeats[position] if position in repeats else next(created)
+            for position in range(len(items))
+        ]
+        if idempotent_write is not None:
+            idempotent_write.memory_ids = [row.pk for row in rows]
+            idempotent_write.save(update_fields=["memory_ids"])
+    return rows

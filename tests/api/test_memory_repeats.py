@@ -76,3 +76,14 @@ def test_unknown_fields_are_refused_with_422_not_dropped(api, user):
     patch = api.patch(f"/memories/{memory['id']}", {"confidence": "high"}, user="alice")
     assert patch.status_code == 422
     assert _live(user).count() == 1
+
+
+def test_a_repeat_under_a_new_idempotency_key_adds_evidence_and_its_retry_replays(api, user):
+    # The clients send a fresh key with every call: a repeat must not become a copy there either.
+    first = api.post("/memories", {**BODY, "idempotency_key": "call-1"})
+    again = api.post("/memories", {**BODY, "idempotency_key": "call-2"})
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"] and again.json()["evidence_count"] == 2
+    retry = api.post("/memories", {**BODY, "idempotency_key": "call-2"})
+    assert retry.status_code == 200 and retry.json()["evidence_count"] == 2  # No third piece.
+    assert _live(user).count() == 1
