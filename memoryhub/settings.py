@@ -323,6 +323,8 @@ ACCOUNT_EMAIL_VERIFICATION = env_str(
     "ACCOUNT_EMAIL_VERIFICATION", "optional" if DEBUG else "mandatory"
 )
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+# Emails say who sends them, not the host they were asked from ("[127.0.0.1:8000] …").
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[MemoryHub] "
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "MemoryHub"
 # TOTP secrets and recovery seeds are stored sealed under a master key (accounts/adapter.py).

@@ -16,6 +16,7 @@ from memoryhub.keyring import cipher_for
 from memoryhub.knowledge.documents import publish_document, title_from
 from memoryhub.models import (
     Confidence,
+    FailureClass,
     Importance,
     KnowledgeDocument,
     LearningCandidate,
@@ -195,6 +196,12 @@ def _lock_users_question(workspace: Workspace, candidate_id: UUID | str) -> Lear
     candidate = _lock_pending(workspace, candidate_id)
     if candidate.kind != LearningCandidate.Kind.ANSWER:
         raise InvalidInputError("only a captured answer is a question of the user's")
+    if candidate.failure_class == FailureClass.POLICY_BLOCK:
+        # A refusal on policy grounds is the workspace's rule, the same for everyone: it is
+        # settled in the knowledge base (publish or reject), never as one user's to-do.
+        raise InvalidInputError(
+            "a policy question is the workspace's, not this user's: publish or reject it"
+        )
     return candidate
 
 

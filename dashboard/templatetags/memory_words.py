@@ -25,8 +25,8 @@ KIND_LABELS: dict[str, str] = {
     MemoryKind.THEME: "Theme",
 }
 SOURCE_WORDS: dict[str, str] = {
-    MemorySource.USER: "you (dashboard)",
-    MemorySource.EXPLICIT: "you asked to remember it",
+    MemorySource.USER: "you",
+    MemorySource.EXPLICIT: "you, through an agent",
     MemorySource.EXTRACTED: "a conversation",
     MemorySource.REVIEWER: "a reviewer",
     MemorySource.SYSTEM: "MemoryHub",
@@ -36,6 +36,7 @@ ACTION_WORDS: dict[str, str] = {
     "memory.list": "listed memories",
     "memory.read": "read a memory",
     "memory.create": "remembered something",
+    "memory.reinforce": "said again something already remembered",
     "memory.edit": "edited a memory",
     "memory.delete": "deleted memories",
     "memory.forget": "forgot memories",
@@ -126,7 +127,7 @@ def source_word(item: MemoryItem) -> str:
     """Who or what stated the item, in a few words."""
     agent = item.extra.get("agent")
     if item.source in {MemorySource.AGENT, MemorySource.EXPLICIT} and agent:
-        prefix = "you asked " if item.source == MemorySource.EXPLICIT else ""
+        prefix = "you, through " if item.source == MemorySource.EXPLICIT else ""
         return f"{prefix}agent “{agent}”"
     if item.source == MemorySource.AGENT:
         return "an agent"

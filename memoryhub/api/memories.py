@@ -34,7 +34,8 @@ from memoryhub.services.agents import key_owner
 from memoryhub.services.forget import ForgetSelector
 from memoryhub.services.forget_tasks import forget_or_queue
 from memoryhub.services.idempotency import IdempotencyKey, remember_once
-from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
+from memoryhub.services.memories import NewMemory, delete_memories, edit_memory
+from memoryhub.services.repeats import remember_unless_repeated
 from memoryhub.services.write_checks import check_batch_content
 
 from .auth import Scope, resolve_scope
@@ -105,11 +106,12 @@ def _out(scope: Scope, rows: list[Memory]) -> list[MemoryOut]:
 def remember_items(
     scope: Scope, items: list[MemoryFields], *, embedder: Embedder
 ) -> list[MemoryOut]:
-    """Store the items for the scope's user and mode, all or nothing.
+    """Store the items for the scope's user and mode, all or nothing; an exact repeat of a
+    live memory adds evidence to it instead (its evidence_count is then above 1).
 
     Raises PermissionDeniedError when an agent key claims the user's own word (source "user").
     """
-    rows = remember_many(
+    rows = remember_unless_repeated(
         user=scope.user,
         mode=scope.mode,
         items=_new_items(scope, items),
@@ -237,7 +239,9 @@ def forget_memories(
 def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
     """Remember one item for the user in the mode (confidence medium or above).
 
-    A retry with the same idempotency_key returns the first write with 200.
+    A retry with the same idempotency_key returns the first write with 200. An exact repeat of
+    a current item (same kind, content, payload and occurred_at) stores no copy: that item
+    gains evidence (evidence_count, then confidence) and comes back with 200.
     """
     scope = resolve_scope(request, payload.user, payload.mode)
     items, is_replay = remember_items_once(
@@ -247,7 +251,8 @@ def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
         idempotency_key=payload.idempotency_key,
         is_batch=False,
     )
-    return Status(200 if is_replay else 201, items[0])
+    is_repeat = items[0].evidence_count > 1  # A new memory has one piece of evidence.
+    return Status(200 if is_replay or is_repeat else 201, items[0])
 
 
 @router.post("/memories/batch", response={200: MemoryBatchOut, 201: MemoryBatchOut, **ERRORS})

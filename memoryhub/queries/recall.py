@@ -372,17 +372,25 @@ def search_memories(
     topics: Sequence[str] = (),
     record_access: bool = True,
     min_score: float | None = None,
+    includes_candidates: bool = False,
 ) -> list[MemoryItem]:
     """Return the k memories that best answer the query, best first, each with its score.
 
     With `min_score`, memories scoring under it are left out (an empty list: no close match).
+    `includes_candidates` is for the owner's own search: agents never get candidates.
     An agent gets nothing of a mode whose memory the user turned off.
     Raises InvalidInputError on an empty or oversized query, k outside 1..100 or a bad filter.
     """
     query = check_query(query)
     if not 1 <= k <= MAX_K:
         raise InvalidInputError(f"k must be between 1 and {MAX_K}")
-    recall_filter = RecallFilter(kinds=tuple(kinds), since=since, until=until, topics=tuple(topics))
+    recall_filter = RecallFilter(
+        kinds=tuple(kinds),
+        since=since,
+        until=until,
+        topics=tuple(topics),
+        includes_candidates=includes_candidates,
+    )
     check_filter(recall_filter)
     cipher = cipher_for(user)
     ranked = read_for_user(

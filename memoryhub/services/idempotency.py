@@ -21,7 +21,8 @@ from memoryhub.errors import ConflictError, IdempotencyKeyReusedError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import IdempotentWrite, Memory, MemoryStatus, Mode, User
 from memoryhub.services.audit import record_access
-from memoryhub.services.memories import NewMemory, remember_many
+from memoryhub.services.memories import NewMemory
+from memoryhub.services.repeats import remember_unless_repeated
 from memoryhub.sweeping import delete_oldest_in_batches
 
 UNIQUE_CONSTRAINT = "idempotent_write_unique"
@@ -107,6 +108,7 @@ def remember_once(
     `request` is the JSON form of what was asked (items, batch or not); a retry must ask the
     same for the same user and mode. Raises IdempotencyKeyReusedError (the key came with
     another request), ConflictError (what it wrote was deleted since) and remember_many's errors.
+    A new key with the words of a current memory adds evidence to it (services/repeats.py).
     """
     claim = IdempotentWrite(
         owner=idempotency.owner,
@@ -119,7 +121,7 @@ def remember_once(
     if earlier is not None:
         return earlier
     try:
-        rows = remember_many(
+        rows = remember_unless_repeated(
             user=user,
             mode=mode,
             items=items,
