@@ -61,6 +61,13 @@ DEBUG = env_bool("DEBUG", default=False)
 PORT = env_int("PORT", 8000, minimum=1)  # make run serves here
 # Web worker processes of `runstack --production` (uvicorn --workers).
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2, minimum=1)
+# How long (microseconds) a web worker's thread may hold the GIL while another waits for it
+# (sys.setswitchinterval; Python's default is 5,000). A search waits for the GIL after each of
+# its ~20 database round trips while a long request computes: 1,000 cut that wait by a fifth
+# to a third in the hostile bench (docs/hostile-input.md).
+MEMORYHUB_WEB_GIL_SWITCH_MICROSECONDS = env_int(
+    "MEMORYHUB_WEB_GIL_SWITCH_MICROSECONDS", 1000, minimum=100
+)
 
 # Local state of the embedded defaults (database files, generated keys, broker folders).
 DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
