@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError
 from memoryhub.keyring import cipher_for
@@ -79,7 +80,7 @@ def _record_outcome(
     workspace: Workspace,
     status: str,
     outcome: str,
-    action: str,
+    action: AuditAction,
     reviewer: User,
     actor: Actor,
     reason: str = "",
@@ -132,7 +133,7 @@ def approve_candidate(
             workspace=workspace,
             status=LearningCandidate.Status.APPROVED,
             outcome=ReviewDecision.Outcome.APPROVED,
-            action="review.candidate_approve",
+            action=AuditAction.REVIEW_CANDIDATE_APPROVE,
             reviewer=reviewer,
             actor=actor,
         )
@@ -161,7 +162,7 @@ def reject_candidate(
             workspace=workspace,
             status=LearningCandidate.Status.REJECTED,
             outcome=ReviewDecision.Outcome.REJECTED,
-            action="review.candidate_reject",
+            action=AuditAction.REVIEW_CANDIDATE_REJECT,
             reviewer=reviewer,
             actor=actor,
             reason=reason,
@@ -177,7 +178,7 @@ def skip_candidate(
         candidate = _lock_pending(workspace, candidate_id)
         candidate.skipped_at = timezone.now()
         candidate.save(update_fields=["skipped_at"])
-        audit_candidate_access(actor, [candidate], "review.candidate_skip")
+        audit_candidate_access(actor, [candidate], AuditAction.REVIEW_CANDIDATE_SKIP)
     return candidate
 
 
@@ -203,7 +204,7 @@ def _leave_to_user(
     item: NewMemory,
     *,
     status: str,
-    action: str,
+    action: AuditAction,
     reviewer: User,
     actor: Actor,
     embedder: Embedder,
@@ -257,7 +258,7 @@ def answer_for_user(
             candidate,
             item,
             status=LearningCandidate.Status.ANSWERED,
-            action="review.answer_for_user",
+            action=AuditAction.REVIEW_ANSWER_FOR_USER,
             reviewer=reviewer,
             actor=actor,
             embedder=embedder,
@@ -291,7 +292,7 @@ def mark_needs_user(
             candidate,
             item,
             status=LearningCandidate.Status.NEEDS_USER,
-            action="review.needs_user",
+            action=AuditAction.REVIEW_NEEDS_USER,
             reviewer=reviewer,
             actor=actor,
             embedder=embedder,

@@ -8,10 +8,11 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router, Status
 
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, InvalidInputError, PermissionDeniedError
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Mode, User
-from memoryhub.services.audit import record_access
 from memoryhub.services.user_links import has_login, issue_user_link
 from memoryhub.services.users import create_user
 
@@ -69,7 +70,7 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
         # The same scope rules as every other route: a user who blocked this agent is a 403,
         # not their modes.
         scope = resolve_scope(request, str(existing.pk))
-        record_access(actor=scope.actor, subject_user_id=existing.pk, action="user.read")
+        record_access(actor=scope.actor, subject_user_id=existing.pk, action=AuditAction.USER_READ)
         return Status(200, user_out(existing))
     if _is_another_users_id(workspace.pk, external_id):
         raise ConflictError("external_id is the id of another user of this workspace")
@@ -81,7 +82,7 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
         display_name=payload.display_name.strip(),
         created_by_agent=api_key.agent,
     )
-    record_access(actor=actor, subject_user_id=user.pk, action="user.create")
+    record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.USER_CREATE)
     return Status(201, user_out(user))
 
 
@@ -89,7 +90,7 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
 def get_user(request: HttpRequest, external_id: str) -> UserOut:
     """One end user, by external_id or hub UUID; `me` is a personal key's own user."""
     scope = resolve_scope(request, external_id)
-    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
+    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action=AuditAction.USER_READ)
     api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
     return user_out(scope.user, shows_login=api_key.agent is None)
 

@@ -16,13 +16,14 @@ from django.db.models import Count
 from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import AnswerRecord, KnowledgeChunk, KnowledgeDocument, User, Workspace
 from memoryhub.queries.memories import memories_of
 from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 
 # Slots whose value is a name of the user (see memoryhub/extraction: "name" is the usual one).
 NAME_SLOTS = ("name", "first_name", "last_name", "full_name")
@@ -59,7 +60,7 @@ def known_names_of(*, user: User) -> tuple[str, ...]:
         record_access(
             actor=Actor.system("review scrubber"),
             subject_user_id=user.pk,
-            action="review.names_read",
+            action=AuditAction.REVIEW_NAMES_READ,
             object_ids=[row.pk for row in rows],
         )
     return tuple(dict.fromkeys(name.strip() for name in names if name and name.strip()))

@@ -10,16 +10,17 @@ from uuid import UUID
 from django.core.paginator import Paginator
 
 from memoryhub.actors import Actor
-from memoryhub.keyring import cipher_for
-from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
-from memoryhub.queries.memories import memories_of
-from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import (
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import (
     is_mode_pseudonym,
     mode_pseudonym,
     record_access,
     subject_pseudonym,
 )
+from memoryhub.keyring import cipher_for
+from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
+from memoryhub.queries.memories import memories_of
+from memoryhub.sealed_tables import MEMORY_TABLE
 
 ACTOR_WORDS: dict[str, str] = {
     ActorType.USER: "You",
@@ -29,7 +30,7 @@ ACTOR_WORDS: dict[str, str] = {
     ActorType.SYSTEM: "MemoryHub",
 }
 # The audit action of an agent refused because the user blocked it (memoryhub/api/auth.py).
-REFUSED_ACTION = "access.refused"
+REFUSED_ACTION = AuditAction.ACCESS_REFUSED
 PERSONAL_KEY_PREFIX = "personal-key:"
 # An entry names this many of the items it touched; the rest are counted.
 NAMED_ITEMS = 3
@@ -169,7 +170,10 @@ def list_access_entries(
     }
     if names:
         record_access(
-            actor=actor, subject_user_id=user.pk, action="access_log.view", object_ids=list(names)
+            actor=actor,
+            subject_user_id=user.pk,
+            action=AuditAction.ACCESS_LOG_VIEW,
+            object_ids=list(names),
         )
     return AccessPage(
         entries=tuple(

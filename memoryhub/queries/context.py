@@ -18,6 +18,8 @@ from uuid import UUID
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
@@ -38,7 +40,6 @@ from memoryhub.queries.recall import decrypt_ranked, rank_memories
 from memoryhub.queries.recall_filter import RecallFilter
 from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
-from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 from memoryhub.services.write_checks import check_content
 
@@ -324,10 +325,10 @@ def assemble_context(
     bundle = fit_context(trusted=trusted, lists=lists, message=message, budget=budget)
     used = [memory_id for block in bundle.blocks for memory_id in block.memory_ids]
     object_ids: list[object] = [*used, *([session.pk] if session is not None else [])]
-    audit.record_access(
+    record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="context.assemble",
+        action=AuditAction.CONTEXT_ASSEMBLE,
         object_ids=object_ids,
         mode=mode.slug,
     )

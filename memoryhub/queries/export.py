@@ -13,6 +13,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.json_stream import Streamed, json_pieces
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.knowledge.export import export_answers, export_candidates
@@ -36,7 +38,6 @@ from memoryhub.sealed_tables import (
     VERSION_TABLE,
     WORKING_MEMORY_FIELD,
 )
-from memoryhub.services.audit import record_access
 
 EXPORT_FORMAT = "memoryhub-export/1"
 
@@ -289,7 +290,7 @@ def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="account.export",
+        action=AuditAction.ACCOUNT_EXPORT,
         object_ids=[mode["slug"] for mode in document["modes"]],
     )
     return document
@@ -314,7 +315,7 @@ def stream_user_data(*, user: User, actor: Actor) -> Iterator[str]:
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="account.export",
+        action=AuditAction.ACCOUNT_EXPORT,
         object_ids=[mode["slug"] for mode in document["modes"]],
     )
     return json_pieces(document)

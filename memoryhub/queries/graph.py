@@ -17,6 +17,8 @@ from django.db.models import Count
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.fencing import fence_untrusted
 from memoryhub.injection import looks_like_instructions
@@ -30,7 +32,6 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.sealed_tables import NODE_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.graph import GOOD_ANSWER_WEIGHT
 
 DEFAULT_LIMIT = 5
@@ -188,7 +189,7 @@ def graph_insights(
     record_access(
         actor=actor,
         subject_user_id=None,
-        action="graph.insights",
+        action=AuditAction.GRAPH_INSIGHTS,
         object_ids=[workspace.slug, *(str(node_id) for node_id in sorted(shown))],
     )
     return GraphInsights(
@@ -230,7 +231,10 @@ def graph_overview(workspace: Workspace, *, actor: Actor, runs: int = 10) -> Gra
     """Node and edge counts by type, the insights (whatever the threshold), the last runs."""
     # The page decrypts (scrubbed) questions of the workspace's users: the look is audited.
     record_access(
-        actor=actor, subject_user_id=None, action="graph.overview", object_ids=[workspace.slug]
+        actor=actor,
+        subject_user_id=None,
+        action=AuditAction.GRAPH_OVERVIEW,
+        object_ids=[workspace.slug],
     )
     nodes = (
         GraphNode.objects.filter(workspace=workspace)

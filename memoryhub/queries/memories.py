@@ -12,12 +12,13 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import ActorType, Memory, MemoryQuerySet, MemoryVersion, Mode, User
 from memoryhub.replicas import read_for_user
 from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
-from memoryhub.services.audit import record_access
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def get_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="memory.read",
+        action=AuditAction.MEMORY_READ,
         object_ids=[memory.pk],
         mode=mode.slug,
     )
@@ -136,7 +137,7 @@ def list_memories(
     statuses: Sequence[str] = (),
     limit: int = 50,
     before: datetime | None = None,
-    action: str = "memory.list",
+    action: AuditAction = AuditAction.MEMORY_LIST,
     before_id: UUID | None = None,
 ) -> list[MemoryItem]:
     """Newest-first page of decrypted memories (keyset pagination on created_at, then id)."""
@@ -200,7 +201,7 @@ def list_versions(
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="memory.history",
+        action=AuditAction.MEMORY_HISTORY,
         object_ids=[memory.pk],
         mode=mode.slug,
     )

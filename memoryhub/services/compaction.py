@@ -16,12 +16,13 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemoryKind, MemorySource, Message, Session
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.sealed_tables import MESSAGE_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.quotas import lock_usage
@@ -103,7 +104,7 @@ def compact_session(*, session: Session, embedder: Embedder, keep_recent: int | 
         record_access(
             actor=Actor.system("compaction"),
             subject_user_id=session.user_id,
-            action="session.compact",
+            action=AuditAction.SESSION_COMPACT,
             object_ids=[summary.pk, session.pk],
             mode=session.mode.slug,
         )

@@ -10,13 +10,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode, User
 from memoryhub.queries.memories import get_memory_row
 from memoryhub.replicas import note_write
 from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.memories import lock_slot
 from memoryhub.services.write_checks import check_writable
 
@@ -146,7 +147,7 @@ def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.confirm",
+            action=AuditAction.MEMORY_CONFIRM,
             object_ids=[memory.pk, *superseded],
             mode=mode.slug,
         )

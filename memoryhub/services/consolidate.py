@@ -20,6 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.models import (
@@ -34,7 +36,6 @@ from memoryhub.models import (
 )
 from memoryhub.queries.memories import MemoryItem, decrypt_memory
 from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, status_for
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
@@ -269,7 +270,7 @@ def consolidate_mode(
             record_access(
                 actor=Actor.system("consolidation"),
                 subject_user_id=user.pk,
-                action="memory.consolidate",
+                action=AuditAction.MEMORY_CONSOLIDATE,
                 object_ids=[*(theme.pk for theme in themes), *merged],
                 mode=mode.slug,
             )

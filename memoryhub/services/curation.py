@@ -13,6 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
@@ -27,7 +29,6 @@ from memoryhub.models import (
     User,
 )
 from memoryhub.queries.memories import decrypt_memory, get_memory_row
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import confirm_memory
 from memoryhub.services.forget import DeletionReceipt, ForgetSelector, forget
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember
@@ -47,7 +48,7 @@ def reject_candidate(*, user: User, mode: Mode, memory_id: UUID | str, actor: Ac
     if not is_candidate(memory):
         raise InvalidInputError("only an item waiting for confirmation can be rejected")
     return delete_memories(
-        user=user, mode=mode, memory_ids=[memory.pk], actor=actor, action="memory.reject"
+        user=user, mode=mode, memory_ids=[memory.pk], actor=actor, action=AuditAction.MEMORY_REJECT
     )
 
 
@@ -67,7 +68,11 @@ def resolve_contradiction(
             raise InvalidInputError("these two items do not contradict each other")
         if is_candidate(drop):
             delete_memories(
-                user=user, mode=mode, memory_ids=[drop.pk], actor=actor, action="memory.reject"
+                user=user,
+                mode=mode,
+                memory_ids=[drop.pk],
+                actor=actor,
+                action=AuditAction.MEMORY_REJECT,
             )
         # Confirming the kept item supersedes whatever else still holds its slot.
         return confirm_memory(user=user, mode=mode, memory_id=keep.pk, actor=actor)
@@ -140,7 +145,7 @@ def copy_to_mode(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.copy",
+            action=AuditAction.MEMORY_COPY,
             object_ids=[item.id, copy.pk],
             mode=target_mode.slug,
         )

@@ -14,6 +14,8 @@ from pgvector.django import CosineDistance
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ContentTooLargeError, InvalidInputError
 from memoryhub.extraction import ExtractedItem, Transcript
@@ -23,7 +25,6 @@ from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemorySource, Session
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import (
     CONFLICTS_WITH,
     LADDER_KINDS,
@@ -123,7 +124,7 @@ def store_items(
             record_access(
                 actor=actor,
                 subject_user_id=session.user_id,
-                action="memory.extract",
+                action=AuditAction.MEMORY_EXTRACT,
                 object_ids=touched,
                 mode=session.mode.slug,
             )

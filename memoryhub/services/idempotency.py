@@ -16,11 +16,12 @@ from django.utils import timezone
 
 from memoryhub import crypto
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, IdempotencyKeyReusedError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import IdempotentWrite, Memory, MemoryStatus, Mode, User
-from memoryhub.services.audit import record_access
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.sweeping import delete_oldest_in_batches
 
@@ -81,7 +82,11 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
         raise ConflictError("what was written with this idempotency_key has been deleted since")
     ids: list[UUID] = list(first.memory_ids)
     record_access(
-        actor=actor, subject_user_id=user.pk, action="memory.read", object_ids=ids, mode=mode.slug
+        actor=actor,
+        subject_user_id=user.pk,
+        action=AuditAction.MEMORY_READ,
+        object_ids=ids,
+        mode=mode.slug,
     )
     return Remembered(memories=[rows[memory_id] for memory_id in ids], is_replay=True)
 

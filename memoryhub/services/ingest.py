@@ -19,6 +19,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
     ConflictError,
@@ -51,7 +53,6 @@ from memoryhub.models import (
 )
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.sealed_tables import MESSAGE_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import cite_messages as cite_messages
 from memoryhub.services.evidence import store_items
 from memoryhub.services.memories import NewMemory, build_memory
@@ -195,7 +196,7 @@ def run_extraction(
             record_access(
                 actor=actor,
                 subject_user_id=session_row.user_id,
-                action="transcript.sent_to_llm",
+                action=AuditAction.TRANSCRIPT_SENT_TO_LLM,
                 object_ids=[message.id for message in transcript.messages],
                 mode=session_row.mode.slug,
             )
@@ -301,7 +302,7 @@ def _finish_run(
             record_access(
                 actor=actor,
                 subject_user_id=session.user_id,
-                action="memory.create",
+                action=AuditAction.MEMORY_CREATE,
                 object_ids=[summary_id],
                 mode=session.mode.slug,
             )

@@ -12,6 +12,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
     InvalidInputError,
@@ -33,7 +35,6 @@ from memoryhub.models import (
 from memoryhub.queries.memories import get_memory_row
 from memoryhub.replicas import note_write
 from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.forget import ForgetSelector, forget
 from memoryhub.services.quotas import check_memory_quota, lock_usage, stored_size
 from memoryhub.services.write_checks import check_content, check_writable
@@ -200,7 +201,7 @@ def remember_many(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.create",
+            action=AuditAction.MEMORY_CREATE,
             object_ids=[row.id for row in rows],
             mode=mode.slug,
         )
@@ -324,7 +325,7 @@ def edit_memory(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.edit",
+            action=AuditAction.MEMORY_EDIT,
             object_ids=[memory.pk],
             mode=mode.slug,
         )
@@ -337,7 +338,7 @@ def delete_memories(
     mode: Mode,
     memory_ids: Sequence[UUID | str],
     actor: Actor,
-    action: str = "memory.delete",
+    action: AuditAction = AuditAction.MEMORY_DELETE,
 ) -> int:
     """Delete memories of this user and mode for good, with everything derived from them.
 

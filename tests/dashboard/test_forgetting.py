@@ -10,8 +10,8 @@ from django.test import Client
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.models import AuditEntry, Memory, Message, Session
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.sessions import add_message, start_session
 
 

@@ -11,12 +11,12 @@ import time_machine
 from django.db import connection
 from django.utils import timezone
 
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import AuditEntry, Memory
 from memoryhub.queries import recall, speaker_cues
 from memoryhub.queries.recall import search_memories
 from memoryhub.services.access import AccessBuffer, flush_memory_access
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.memories import NewMemory, edit_memory, remember_many
 from tests import factories
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memoryhub.services.audit import ChainHead, verify_chain
+from memoryhub.audit.log import ChainHead, verify_chain
 
 
 class Command(BaseCommand):
