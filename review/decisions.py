@@ -15,12 +15,12 @@ from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError
 from memoryhub.keyring import cipher_for
 from memoryhub.knowledge.documents import publish_document, title_from
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import (
     Confidence,
     Importance,
     KnowledgeDocument,
     LearningCandidate,
-    Memory,
     MemoryKind,
     MemorySource,
     MemoryStatus,
@@ -208,7 +208,7 @@ def _leave_to_user(
     reviewer: User,
     actor: Actor,
     embedder: Embedder,
-) -> Memory:
+) -> MemoryItem:
     """Write the item into the user's memory and decide the candidate with this status."""
     memory = remember(
         user=candidate.user, mode=candidate.mode, item=item, actor=actor, embedder=embedder
@@ -235,7 +235,7 @@ def answer_for_user(
     actor: Actor,
     embedder: Embedder,
     answer: str,
-) -> Memory:
+) -> MemoryItem:
     """Write the reviewer's answer into the user's memory, as a question for them to confirm.
 
     For a question about the user (their appointment, their plan) no knowledge document can
@@ -272,7 +272,7 @@ def mark_needs_user(
     reviewer: User,
     actor: Actor,
     embedder: Embedder,
-) -> Memory:
+) -> MemoryItem:
     """Leave a question only the user can answer to them: an open item in their memory.
 
     Raises NotFoundError, ConflictError, InvalidInputError (a proposed fact) and

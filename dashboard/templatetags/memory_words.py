@@ -10,8 +10,8 @@ from django.utils.dateformat import format as format_date
 from django.utils.timesince import timesince
 
 from memoryhub.audit.actions import action_words as _action_words
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Confidence, MemoryKind, MemorySource, MemoryStatus
-from memoryhub.queries.memories import MemoryItem
 from memoryhub.queries.overview import confidence_word as _confidence_word
 
 register = template.Library()

@@ -23,6 +23,7 @@ from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Agent, Mode, Session, User
 from memoryhub.queries import context_layers as layers
 from memoryhub.queries.context_budget import (
@@ -35,7 +36,7 @@ from memoryhub.queries.context_budget import (
     fit_context,
 )
 from memoryhub.queries.context_layers import Entry
-from memoryhub.queries.memories import MemoryItem, is_memory_in_use
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.recall import decrypt_ranked, rank_memories
 from memoryhub.queries.recall_filter import RecallFilter
 from memoryhub.queries.speaker_cues import QueryCues, read_cues

@@ -18,6 +18,7 @@ from memoryhub.audit.log import record_access
 from memoryhub.json_stream import Streamed, json_pieces
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.knowledge.export import export_answers, export_candidates
+from memoryhub.memory_rows import decrypt_memory, memories_of, open_version_content
 from memoryhub.models import (
     AgentBlock,
     ApiKey,
@@ -29,13 +30,11 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.memories import decrypt_memory, memories_of
 from memoryhub.replicas import read_alias_for, read_for_user
 from memoryhub.sealed_tables import (
     JOURNAL_TABLE,
     MESSAGE_TABLE,
     SESSION_TABLE,
-    VERSION_TABLE,
     WORKING_MEMORY_FIELD,
 )
 
@@ -63,12 +62,7 @@ def _versions(
     for version in versions:
         by_memory[version.memory_id].append(
             {
-                "content": cipher.decrypt(
-                    version.content_ciphertext,
-                    table=VERSION_TABLE,
-                    row_id=version.pk,
-                    field="content",
-                ),
+                "content": open_version_content(version, cipher),
                 "changed_by": version.changed_by_type,
                 "reason": version.reason,
                 "changed_at": _when(version.created_at),

@@ -11,8 +11,8 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
 from memoryhub.models import Memory, MemorySource, MemoryVersion, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
 from memoryhub.services.forget_cascade import cascade
 from memoryhub.services.forget_selection import ForgetSelector, plan_forget
 

@@ -16,6 +16,7 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, get_memory_row, memories_of
 from memoryhub.models import (
     Confidence,
     Memory,
@@ -28,7 +29,6 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory_row, memories_of
 from memoryhub.sealed_tables import MESSAGE_TABLE
 
 CONFIDENCE_WORDS: dict[str, str] = {

@@ -10,13 +10,9 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memories, memories_of
 from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
-from memoryhub.queries.memories import (
-    MemoryItem,
-    decrypt_memories,
-    is_memory_in_use,
-    memories_of,
-)
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.replicas import read_for_user
 
 PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)

@@ -38,8 +38,9 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory
 from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.query_dates import query_period
 from memoryhub.queries.query_form import is_speculative
 from memoryhub.queries.query_terms import query_names, query_terms

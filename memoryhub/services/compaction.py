@@ -21,7 +21,6 @@ from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Confidence, Memory, MemoryKind, MemorySource, Message, Session
-from memoryhub.personal_data import tag_personal_data
 from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
@@ -125,7 +124,6 @@ def _create_summary(
         confidence=Confidence.MEDIUM,
         payload=payload,
         occurred_at=session.last_activity_at,
-        personal_data=tuple(sorted(str(c) for c in tag_personal_data(content))),
         idempotency_key=compaction_key(session.pk),
     )
     row = build_memory(

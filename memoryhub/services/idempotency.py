@@ -21,7 +21,8 @@ from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, IdempotencyKeyReusedError
 from memoryhub.keyring import cipher_for
-from memoryhub.models import IdempotentWrite, Memory, MemoryStatus, Mode, User
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.models import IdempotentWrite, MemoryStatus, Mode, User
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.sweeping import delete_oldest_in_batches
 
@@ -45,7 +46,7 @@ class IdempotencyKey:
 class Remembered:
     """The memories a write stored, and whether they come from an earlier write (a retry)."""
 
-    memories: list[Memory]
+    memories: list[MemoryItem]
     is_replay: bool
 
 
@@ -73,7 +74,7 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
         )
     rows = {
         row.pk: row
-        for row in Memory.objects.for_owner(user=user, mode=mode)
+        for row in memories_of(user=user, mode=mode)
         .filter(pk__in=first.memory_ids)
         .exclude(status=MemoryStatus.FORGOTTEN)
     }
@@ -88,7 +89,10 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
         object_ids=ids,
         mode=mode.slug,
     )
-    return Remembered(memories=[rows[memory_id] for memory_id in ids], is_replay=True)
+    cipher = cipher_for(user)
+    return Remembered(
+        memories=[decrypt_memory(rows[memory_id], cipher) for memory_id in ids], is_replay=True
+    )
 
 
 def _is_key_taken(error: IntegrityError) -> bool:
@@ -124,7 +128,7 @@ def remember_once(
     if earlier is not None:
         return earlier
     try:
-        rows = remember_many(
+        stored = remember_many(
             user=user,
             mode=mode,
             items=items,
@@ -142,7 +146,7 @@ def remember_once(
         if earlier is None:
             raise
         return earlier
-    return Remembered(memories=rows, is_replay=False)
+    return Remembered(memories=stored, is_replay=False)
 
 
 def sweep_idempotency_keys(*, now: datetime | None = None) -> int:

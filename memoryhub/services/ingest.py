@@ -40,7 +40,6 @@ from memoryhub.extraction import (
 )
 from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.extraction.offline import OfflineExtractor
-from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
 from memoryhub.models import (
     Confidence,
@@ -51,7 +50,6 @@ from memoryhub.models import (
     Session,
     Workspace,
 )
-from memoryhub.personal_data import tag_personal_data
 from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.evidence import cite_messages as cite_messages
 from memoryhub.services.evidence import store_items
@@ -332,8 +330,6 @@ def _store_summary(
             "extractor": result.extractor,
         },
         occurred_at=session.ended_at or session.last_activity_at,
-        personal_data=tuple(sorted(str(category) for category in tag_personal_data(text))),
-        is_flagged=looks_like_instructions(text),
     )
     row = build_memory(
         item,

@@ -17,7 +17,7 @@ from memoryhub.services.sessions import add_message, start_session
 
 def contents(user, mode):
     from memoryhub.keyring import cipher_for
-    from memoryhub.queries.memories import decrypt_memory
+    from memoryhub.memory_rows import decrypt_memory
 
     cipher = cipher_for(user)
     return {
