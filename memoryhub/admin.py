@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse
 from memoryhub.actors import Actor
 from memoryhub.audit.log import record_admin_site_access
 from memoryhub.errors import InvalidInputError
+from memoryhub.graph.recording import check_node_type_slug
 from memoryhub.http import client_ip
 from memoryhub.models import (
     ActorType,
@@ -34,7 +35,6 @@ from memoryhub.models import (
     Workspace,
     WorkspaceNodeType,
 )
-from memoryhub.services.graph.recording import check_node_type_slug
 
 AdminModel = TypeVar("AdminModel", bound=models.Model)
 

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from memoryhub import graph
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.extraction import ExtractionError
@@ -22,7 +23,6 @@ from memoryhub.services import (
     deletion_requests,
     extraction_queue,
     forget_tasks,
-    graph,
     idempotency,
     ingest,
     ratelimit,

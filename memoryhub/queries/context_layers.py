@@ -19,11 +19,11 @@ from pgvector.django import CosineDistance
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
+from memoryhub.graph.queries import graph_insights, insight_lines
 from memoryhub.keyring import UserCipher
 from memoryhub.knowledge.queries import search_knowledge
 from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
 from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
-from memoryhub.queries.graph import graph_insights, insight_lines
 from memoryhub.queries.recall import UNREAD_COLUMNS
 from memoryhub.sealed_tables import MESSAGE_TABLE, SESSION_TABLE, WORKING_MEMORY_FIELD
 

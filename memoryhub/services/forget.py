@@ -22,6 +22,7 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access, subject_pseudonym
 from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.graph import forget_user_data as forget_graph_data
 from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
 from memoryhub.knowledge.forget import forget_user_data as forget_knowledge_data
 from memoryhub.models import (
@@ -41,7 +42,6 @@ from memoryhub.models import (
 from memoryhub.replicas import note_write
 from memoryhub.services.forget_cascade import cascade, regenerate, restore, weaken
 from memoryhub.services.forget_selection import ForgetPlan, ForgetSelector, plan_forget
-from memoryhub.services.graph import forget_user_data as forget_graph_data
 from memoryhub.services.quotas import lock_usage
 
 __all__ = [

@@ -6,6 +6,7 @@ from uuid import UUID
 
 import pytest
 
+from memoryhub import graph
 from memoryhub.audit.log import subject_pseudonym
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for, workspace_cipher
@@ -13,7 +14,6 @@ from memoryhub.knowledge import answers as review_services
 from memoryhub.knowledge.documents import publish_document
 from memoryhub.models import AuditEntry, EdgeType, GraphEdge, GraphNode, KnowledgeDocument, NodeType
 from memoryhub.sealed_tables import NODE_TABLE
-from memoryhub.services import graph
 from memoryhub.tasks import record_answer_in_graph
 from tests import factories
 

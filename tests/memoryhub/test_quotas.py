@@ -21,12 +21,12 @@ from memoryhub.models import (
     LearningCandidate,
     MemoryVersion,
 )
-from memoryhub.queries.usage import start_of_day, usage_lines, user_usage, workspace_usage
 from memoryhub.services.forget import delete_account
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.journal import add_journal_entry
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
 from memoryhub.services.sessions import add_message, end_session, start_session
+from memoryhub.usage import start_of_day, usage_lines, user_usage, workspace_usage
 from tests import factories
 
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")

@@ -32,7 +32,8 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.sealed_tables import NODE_TABLE
-from memoryhub.services.graph import GOOD_ANSWER_WEIGHT
+
+from .recording import GOOD_ANSWER_WEIGHT
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
@@ -174,7 +175,7 @@ def graph_insights(
         return GraphInsights(enabled=enabled, nodes=nodes, min_nodes=threshold)
     texts = {node_id: _decrypt(cipher, node_id, blob) for _, _, node_id, _, blob, _, _ in rows[1:]}
     # An item or question that reads like instructions is shown to no agent (older nodes may
-    # predate the write-time check in services/graph/recording.py).
+    # predate the write-time check in graph/recording.py).
     shown = {node_id for node_id, text in texts.items() if not looks_like_instructions(text)}
     popular = tuple(
         PopularItem(name=texts[node_id], count=hits, node_type=node_type)
