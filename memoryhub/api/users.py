@@ -81,8 +81,8 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
         external_id=external_id,
         display_name=payload.display_name.strip(),
         created_by_agent=api_key.agent,
+        actor=actor,
     )
-    record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.USER_CREATE)
     return Status(201, user_out(user))
 
 
