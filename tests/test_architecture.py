@@ -37,7 +37,8 @@ DOMAIN = SERVICES + QUERIES + CAPABILITIES
 FOUNDATIONS = tuple(
     f"memoryhub.{name}"
     for name in (
-        *("models", "audit", "memory_rows", "usage", "actors", "errors", "keyring", "crypto"),
+        *("models", "audit", "memory_rows", "message_rows", "usage", "actors", "errors"),
+        *("keyring", "crypto"),
         *("sealed_tables", "embeddings", "onnx_model", "tokens", "personal_data", "injection"),
         *("fencing", "text_patterns", "json_stream", "http", "paging", "replicas", "notices"),
         *("task_queue", "sweeping", "unavailable", "body_limit", "process_model"),

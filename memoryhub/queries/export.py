@@ -19,6 +19,7 @@ from memoryhub.json_stream import Streamed, json_pieces
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.knowledge.export import export_answers, export_candidates
 from memoryhub.memory_rows import decrypt_memory, memories_of, open_version_content
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     AgentBlock,
     ApiKey,
@@ -33,7 +34,6 @@ from memoryhub.models import (
 from memoryhub.replicas import read_alias_for, read_for_user
 from memoryhub.sealed_tables import (
     JOURNAL_TABLE,
-    MESSAGE_TABLE,
     SESSION_TABLE,
     WORKING_MEMORY_FIELD,
 )
@@ -150,12 +150,7 @@ def _sessions(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict
                 "id": str(message.pk),
                 "seq": message.seq,
                 "role": message.role,
-                "content": cipher.decrypt(
-                    message.content_ciphertext,
-                    table=MESSAGE_TABLE,
-                    row_id=message.pk,
-                    field="content",
-                ),
+                "content": open_message(message, cipher),
                 "created_at": _when(message.created_at),
             }
         )

@@ -17,6 +17,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import MemoryItem, decrypt_memory, get_memory_row, memories_of
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     Confidence,
     Memory,
@@ -29,7 +30,6 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.sealed_tables import MESSAGE_TABLE
 
 CONFIDENCE_WORDS: dict[str, str] = {
     Confidence.CANDIDATE: "not sure yet",
@@ -430,9 +430,7 @@ def explain_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
         Quote(
             message_id=message.pk,
             role=message.role,
-            text=cipher.decrypt(
-                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-            ),
+            text=open_message(message, cipher),
             created_at=message.created_at,
             session_id=message.session_id,
         )

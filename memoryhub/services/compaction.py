@@ -20,8 +20,8 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.message_rows import open_message
 from memoryhub.models import Confidence, Memory, MemoryKind, MemorySource, Message, Session
-from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.quotas import lock_usage
@@ -53,9 +53,7 @@ def _sources(messages: list[Message], cipher: UserCipher) -> list[SummarySource]
         SummarySource(
             seq=m.seq,
             role=m.role,
-            content=cipher.decrypt(
-                m.content_ciphertext, table=MESSAGE_TABLE, row_id=m.pk, field="content"
-            ),
+            content=open_message(m, cipher),
             created_at=m.created_at,
         )
         for m in messages

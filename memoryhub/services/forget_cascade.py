@@ -17,8 +17,8 @@ from memoryhub.memory_rows import (
     seal_content,
     seal_payload,
 )
+from memoryhub.message_rows import open_message
 from memoryhub.models import Memory, MemoryKind, MemoryStatus, MemoryVersion, Message, Mode, User
-from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.forget_selection import ForgetPlan, is_generated
 from memoryhub.services.summaries import (
     COMPACTION_GENERATOR,
@@ -150,9 +150,7 @@ def regenerate(memory: Memory, *, cipher: UserCipher, embedder: Embedder) -> Non
             SummarySource(
                 seq=m.seq,
                 role=m.role,
-                content=cipher.decrypt(
-                    m.content_ciphertext, table=MESSAGE_TABLE, row_id=m.pk, field="content"
-                ),
+                content=open_message(m, cipher),
                 created_at=m.created_at,
             )
             for m in messages

@@ -16,6 +16,7 @@ from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
 from memoryhub.memory_rows import open_payload, open_version_content
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     JournalEntry,
     Memory,
@@ -28,7 +29,6 @@ from memoryhub.models import (
 )
 from memoryhub.sealed_tables import (
     JOURNAL_TABLE,
-    MESSAGE_TABLE,
     SESSION_TABLE,
     WORKING_MEMORY_FIELD,
 )
@@ -227,12 +227,7 @@ def _select_messages(
     return {
         message.pk
         for message in messages.only("pk", "content_ciphertext")
-        if _mentions(
-            cipher.decrypt(
-                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-            ),
-            words,
-        )
+        if _mentions(open_message(message, cipher), words)
     }
 
 

@@ -41,6 +41,7 @@ from memoryhub.extraction import (
 from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.extraction.offline import OfflineExtractor
 from memoryhub.keyring import cipher_for
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     Confidence,
     ExtractionRun,
@@ -50,7 +51,6 @@ from memoryhub.models import (
     Session,
     Workspace,
 )
-from memoryhub.sealed_tables import MESSAGE_TABLE
 from memoryhub.services.evidence import cite_messages as cite_messages
 from memoryhub.services.evidence import store_items
 from memoryhub.services.memories import NewMemory, build_memory
@@ -81,9 +81,7 @@ def load_transcript(session: Session) -> Transcript:
         TranscriptMessage(
             id=str(message.pk),
             role="user" if message.role == Message.Role.USER else "assistant",
-            content=cipher.decrypt(
-                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-            ),
+            content=open_message(message, cipher),
             created_at=message.created_at,
         )
         for message in session.messages.order_by("seq")
