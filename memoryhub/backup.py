@@ -35,11 +35,11 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from memoryhub import crypto
+from memoryhub.audit.log import ChainHead, verify_chain
 from memoryhub.embedded_db import client_binary
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import AuditEntry, Memory, UserKey, WorkspaceKey
-from memoryhub.queries.memories import decrypt_memory
-from memoryhub.services.audit import ChainHead, verify_chain
 
 DUMP_FILE = "database.dump"
 MANIFEST_FILE = "manifest.json"

@@ -441,7 +441,7 @@ CELERY_BEAT_SCHEDULE = {
     "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},
     "compact-threads": {"task": "memoryhub.compact_threads", "schedule": 3600.0},
     "consolidate-memories": {"task": "memoryhub.consolidate_memories", "schedule": 7 * 86400.0},
-    # Workspace knowledge graph (memoryhub/services/graph.py, issue 9).
+    # Workspace knowledge graph (memoryhub/graph/, issue 9).
     "graph-decay-edges": {"task": "memoryhub.graph_decay_edges", "schedule": 86400.0},
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
     # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).

@@ -12,19 +12,19 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from memoryhub import graph
+from memoryhub.audit.log import verify_chain
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.extraction import ExtractionError
 from memoryhub.metrics import record_audit_verification
 from memoryhub.services import (
-    audit,
     compaction,
     consolidate,
     decay,
     deletion_requests,
     extraction_queue,
     forget_tasks,
-    graph,
     idempotency,
     ingest,
     ratelimit,
@@ -214,7 +214,7 @@ def graph_purge_transient() -> int:
 @_task("memoryhub.verify_audit_chains", soft_time_limit=3000, time_limit=3300)
 def verify_audit_chains() -> bool:
     """Verify every audit chain and keep the outcome for the metrics; return whether intact."""
-    report = audit.verify_chain()
+    report = verify_chain()
     record_audit_verification(
         is_intact=report.is_intact,
         rows_checked=report.rows_checked,

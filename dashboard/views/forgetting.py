@@ -23,10 +23,10 @@ from memoryhub.embeddings import default_embedder
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest, StreamedDownload
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Mode
 from memoryhub.queries.export import stream_user_data
 from memoryhub.queries.forget_preview import ForgetPreview, preview_forget
-from memoryhub.queries.memories import MemoryItem
 from memoryhub.services.curation import forget_all_modes, forget_mode
 from memoryhub.services.forget import DeletionReceipt, forget
 

@@ -24,9 +24,10 @@ from dashboard.forms import (
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
 from memoryhub.http import AuthedRequest, domain_errors_as_http
+from memoryhub.memory_rows import get_memory_row
 from memoryhub.models import Confidence, MemorySource, MemoryStatus, Mode
 from memoryhub.paging import page_number
-from memoryhub.queries.memories import get_memory_row, list_versions
+from memoryhub.queries.memories import list_versions
 from memoryhub.queries.overview import (
     SECTIONS,
     SECTIONS_BY_SLUG,

@@ -13,6 +13,7 @@ from django.views.decorators.debug import sensitive_variables
 from ninja.security import HttpBearer
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import record_access
 from memoryhub.errors import (
     AgentBlockedError,
     InvalidInputError,
@@ -23,7 +24,6 @@ from memoryhub.http import client_ip
 from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
 from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key, key_owner
-from memoryhub.services.audit import record_access
 from memoryhub.services.ratelimit import check_rate_limit, count_invalid_key
 from memoryhub.services.request_slots import acquire_request_slot
 from memoryhub.services.users import ensure_mode

@@ -24,12 +24,10 @@ from memoryhub.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from memoryhub.injection import looks_like_instructions
-from memoryhub.keyring import cipher_for
-from memoryhub.models import ForgetTask, Memory, MemorySource, MemoryStatus
-from memoryhub.personal_data import tag_personal_data
+from memoryhub.memory_rows import MemoryItem
+from memoryhub.models import ForgetTask, MemorySource, MemoryStatus
 from memoryhub.queries.forget_tasks import get_forget_task
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory, list_memories
+from memoryhub.queries.memories import get_memory, list_memories
 from memoryhub.services.agents import key_owner
 from memoryhub.services.forget import ForgetSelector
 from memoryhub.services.forget_tasks import forget_or_queue
@@ -72,10 +70,8 @@ def _check_payload(payload: dict[str, Any] | None) -> None:
 
 
 def new_memory(fields: MemoryFields) -> NewMemory:
-    """Turn an agent's memory fields into a NewMemory, flagged and tagged at write time."""
+    """Turn an agent's memory fields into a NewMemory (tagged when sealed, memory_rows.py)."""
     _check_payload(fields.payload)
-    # Instruction-like text is still stored, as data: the flag shows it to the user and
-    # recall fences it; it never gains authority anywhere.
     return NewMemory(
         kind=fields.kind,
         content=fields.content,
@@ -83,8 +79,6 @@ def new_memory(fields: MemoryFields) -> NewMemory:
         source=fields.source,
         payload=fields.payload,
         occurred_at=fields.occurred_at,
-        is_flagged=looks_like_instructions(fields.content),
-        personal_data=tuple(sorted(tag_personal_data(fields.content))),
     )
 
 
@@ -98,9 +92,8 @@ def _new_items(scope: Scope, items: list[MemoryFields]) -> list[NewMemory]:
     return [new_memory(fields) for fields in items]
 
 
-def _out(scope: Scope, rows: list[Memory]) -> list[MemoryOut]:
-    cipher = cipher_for(scope.user)
-    return [MemoryOut.of(decrypt_memory(row, cipher)) for row in rows]
+def _out(items: list[MemoryItem]) -> list[MemoryOut]:
+    return [MemoryOut.of(item) for item in items]
 
 
 def remember_items(
@@ -111,7 +104,7 @@ def remember_items(
 
     Raises PermissionDeniedError when an agent key claims the user's own word (source "user").
     """
-    rows = remember_unless_repeated(
+    stored = remember_unless_repeated(
         user=scope.user,
         mode=scope.mode,
         items=_new_items(scope, items),
@@ -119,7 +112,7 @@ def remember_items(
         embedder=embedder,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    return _out(scope, rows)
+    return _out(stored)
 
 
 def remember_items_once(
@@ -151,7 +144,7 @@ def remember_items_once(
         request=request,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    return _out(scope, result.memories), result.is_replay
+    return _out(result.memories), result.is_replay
 
 
 def encode_cursor(item: MemoryItem) -> str:
@@ -298,7 +291,7 @@ def edit_memory_route(
     if payload.content is None and payload.importance is None and payload.payload is None:
         raise InvalidInputError("nothing to change: send content, importance or payload")
     _check_payload(payload.payload)
-    memory = edit_memory(
+    item = edit_memory(
         user=scope.user,
         mode=scope.mode,
         memory_id=memory_id,
@@ -307,13 +300,12 @@ def edit_memory_route(
         content=payload.content,
         importance=payload.importance,
         payload=payload.payload,
-        is_flagged=looks_like_instructions(payload.content) if payload.content else None,
         # The new words are the editor's: an agent's (even over the user's), or the user's own
         # through their personal key.
         source=MemorySource.AGENT if scope.agent else MemorySource.USER,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    return MemoryOut.of(decrypt_memory(memory, cipher_for(scope.user)))
+    return MemoryOut.of(item)
 
 
 @router.delete("/memories/{memory_id}", response={200: DeletedOut, **ERRORS})

@@ -9,8 +9,8 @@ from uuid import UUID
 from ninja import Schema
 from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import ForgetTask
-from memoryhub.queries.memories import MemoryItem
 
 
 def _clean_text(value: str) -> str:

@@ -8,10 +8,11 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router, Status
 
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, InvalidInputError, PermissionDeniedError
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Mode, User
-from memoryhub.services.audit import record_access
 from memoryhub.services.user_links import has_login, issue_user_link
 from memoryhub.services.users import create_user
 
@@ -74,7 +75,7 @@ def create_or_get_user_for_key(
         # The same scope rules as every other route: a user who blocked this agent is a 403,
         # not their modes.
         scope = scope_for_key(api_key, str(existing.pk), channel=channel, ip=ip)
-        record_access(actor=scope.actor, subject_user_id=existing.pk, action="user.read")
+        record_access(actor=scope.actor, subject_user_id=existing.pk, action=AuditAction.USER_READ)
         return user_out(existing), False
     if _is_another_users_id(workspace.pk, external_id):
         raise ConflictError("external_id is the id of another user of this workspace")
@@ -85,15 +86,15 @@ def create_or_get_user_for_key(
         external_id=external_id,
         display_name=payload.display_name.strip(),
         created_by_agent=api_key.agent,
+        actor=actor,
     )
-    record_access(actor=actor, subject_user_id=user.pk, action="user.create")
     return user_out(user), True
 
 
 def read_user(api_key: ApiKey, user_ref: str, *, channel: Channel, ip: str | None) -> UserOut:
     """One user the key reaches, by external_id or hub UUID; `me` is a personal key's own."""
     scope = scope_for_key(api_key, user_ref, channel=channel, ip=ip)
-    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
+    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action=AuditAction.USER_READ)
     return user_out(scope.user, shows_login=api_key.agent is None)
 
 

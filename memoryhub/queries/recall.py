@@ -33,18 +33,20 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
+from memoryhub.audit import log as audit_log
+from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory
 from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.query_dates import query_period
 from memoryhub.queries.query_form import is_speculative
 from memoryhub.queries.query_terms import query_names, query_terms
 from memoryhub.queries.recall_filter import NO_FILTER, RecallFilter, candidates, check_filter
 from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
-from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 from memoryhub.telemetry import traced
 
@@ -412,8 +414,12 @@ def search_memories(
         ranked = []
     items = decrypt_ranked(ranked, cipher)
     ids = [item.id for item in items]
-    audit.record_access(
-        actor=actor, subject_user_id=user.pk, action="memory.search", object_ids=ids, mode=mode.slug
+    audit_log.record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action=AuditAction.MEMORY_SEARCH,
+        object_ids=ids,
+        mode=mode.slug,
     )
     if record_access:
         record_memory_access(ids)

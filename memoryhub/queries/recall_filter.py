@@ -10,8 +10,8 @@ from django.db.models import Q
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
+from memoryhub.memory_rows import memories_of
 from memoryhub.models import MemoryKind, MemoryQuerySet, MemoryStatus, Mode, User
-from memoryhub.queries.memories import memories_of
 
 
 @dataclass(frozen=True)

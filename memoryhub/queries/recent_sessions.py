@@ -9,9 +9,10 @@ from uuid import UUID
 from django.db.models import Q
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.models import Agent, Mode, User
 from memoryhub.models import Session as SessionRow
-from memoryhub.services import audit
 
 MAX_RECENT_SESSIONS = 50
 
@@ -45,10 +46,10 @@ def list_recent_sessions(
         )
         for row in rows.order_by("-started_at", "-pk")[: max(1, min(limit, MAX_RECENT_SESSIONS))]
     )
-    audit.record_access(
+    record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="session.list",
+        action=AuditAction.SESSION_LIST,
         object_ids=[session.id for session in sessions],
         mode=mode.slug,
     )

@@ -9,12 +9,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
 from memoryhub.models import IdempotentWrite, Memory, MemorySource, Mode, User
-from memoryhub.queries.memories import decrypt_memory, memories_of
 from memoryhub.replicas import note_write
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, climb_ladder, status_for
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.write_checks import check_content, check_writable
@@ -94,7 +95,7 @@ def remember_unless_repeated(
     embedder: Embedder,
     agent_id: UUID | None = None,
     idempotent_write: IdempotentWrite | None = None,
-) -> list[Memory]:
+) -> list[MemoryItem]:
     """Store the items, all or nothing; an exact repeat of a live memory reinforces that one.
 
     A repeat comes back as the existing memory with one more piece of evidence (so its
@@ -131,15 +132,15 @@ def remember_unless_repeated(
             record_access(
                 actor=actor,
                 subject_user_id=user.pk,
-                action="memory.reinforce",
+                action=AuditAction.MEMORY_REINFORCE,
                 object_ids=[row.pk for row in repeats.values()],
                 mode=mode.slug,
             )
-        rows = [
-            repeats[position] if position in repeats else next(created)
+        stored = [
+            decrypt_memory(repeats[position], cipher) if position in repeats else next(created)
             for position in range(len(items))
         ]
         if idempotent_write is not None:
-            idempotent_write.memory_ids = [row.pk for row in rows]
+            idempotent_write.memory_ids = [item.id for item in stored]
             idempotent_write.save(update_fields=["memory_ids"])
-    return rows
+    return stored

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.test import Client
 
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import Memory
-from memoryhub.queries.memories import decrypt_memory
 from tests.api.conftest import Caller
 from tests.factories import make_agent
 

@@ -9,8 +9,8 @@ from django.test import Client
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.models import AuditEntry, Memory, MemorySource
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.sessions import add_message, start_session
 from tests import factories

@@ -9,12 +9,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.keyring import cipher_for
 from memoryhub.knowledge import answers as services
 from memoryhub.knowledge.documents import publish_document
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import AuditEntry, KnowledgeDocument, LearningCandidate, Memory, MemoryKind
-from memoryhub.queries.memories import decrypt_memory
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from review import decisions
 from tests import factories
 

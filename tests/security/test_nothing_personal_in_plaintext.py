@@ -28,16 +28,16 @@ from django.test import Client
 from accounts.adapter import MFAAdapter
 from memoryhub import crypto
 from memoryhub import settings as settings_module
-from memoryhub.errors import DecryptionError
-from memoryhub.keyring import is_sealed_secret
-from memoryhub.models import AuditEntry, JournalEntry, User
-from memoryhub.queries.export import export_user_data
-from memoryhub.services.audit import (
+from memoryhub.audit.log import (
     _row_hash,
     mode_pseudonym,
     subject_pseudonym,
     verify_chain,
 )
+from memoryhub.errors import DecryptionError
+from memoryhub.keyring import is_sealed_secret
+from memoryhub.models import AuditEntry, JournalEntry, User
+from memoryhub.queries.export import export_user_data
 from memoryhub.services.users import create_mode
 
 from .canary_scan import columns_holding, dump_holds

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memoryhub.audit.log import ChainHead, verify_chain
 from memoryhub.metrics import record_audit_verification
-from memoryhub.services.audit import ChainHead, verify_chain
 
 
 class Command(BaseCommand):
