@@ -44,7 +44,13 @@ def _page(
         workspace=workspace, actor=actor, status=request.GET.get("status") or None
     )
     page = Paginator(deliveries, PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"form": form, "endpoints": endpoints, "page": page, "shown": shown}
+    context = {
+        "form": form,
+        "endpoints": endpoints,
+        "page": page,
+        "shown": shown,
+        "secret": services.current_secret(shown) if shown is not None else "",
+    }
     return render(request, "admin_tools/webhooks.html", context, status=status)
 
 

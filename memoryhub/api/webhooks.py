@@ -112,7 +112,7 @@ def webhook_out(endpoint: WebhookEndpoint) -> WebhookOut:
 def _with_secret(endpoint: WebhookEndpoint) -> WebhookSecretOut:
     return WebhookSecretOut(
         **webhook_out(endpoint).model_dump(),
-        secret=endpoint.secret,
+        secret=services.current_secret(endpoint),
         previous_secret_expires_at=endpoint.previous_secret_expires_at,
     )
 

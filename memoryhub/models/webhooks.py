@@ -18,10 +18,11 @@ class WebhookEndpoint(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)
     description = models.CharField(max_length=200, blank=True)
-    # Standard Webhooks form: "whsec_" + base64 of the key bytes.
-    secret = models.CharField(max_length=100)
+    # Standard Webhooks form ("whsec_" + base64 of the key bytes), sealed with the workspace's
+    # data key (sealed_tables.WEBHOOK_TABLE): it must be read back to sign, so it is not hashed.
+    secret_ciphertext = models.BinaryField()
     # After a rotation the old secret still signs (a second signature) until this time.
-    previous_secret = models.CharField(max_length=100, blank=True)
+    previous_secret_ciphertext = models.BinaryField(null=True, blank=True)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     event_types = models.JSONField(default=list)
     is_enabled = models.BooleanField(default=True)

@@ -21,7 +21,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.changes import Change
 from memoryhub.audit.log import record_access
 from memoryhub.errors import InvalidInputError, NotFoundError
-from memoryhub.keyring import cipher_for
+from memoryhub.keyring import cipher_for, workspace_cipher
 from memoryhub.memory_rows import memories_of, open_content
 from memoryhub.models import (
     LearningCandidate,
@@ -30,6 +30,7 @@ from memoryhub.models import (
     WebhookEndpoint,
     Workspace,
 )
+from memoryhub.sealed_tables import WEBHOOK_TABLE
 from memoryhub.task_queue import SEND_WEBHOOK, enqueue
 
 from . import events, signing
@@ -70,15 +71,16 @@ def create_endpoint(
     description: str = "",
 ) -> WebhookEndpoint:
     """A new endpoint with a fresh secret (shown to its creator once, in the returned row)."""
+    endpoint = WebhookEndpoint(
+        workspace=workspace,
+        url=_check_url(url),
+        event_types=_check_events(event_types),
+        include_text=include_text,
+        description=description.strip()[:200],
+    )
+    endpoint.secret_ciphertext = _seal(endpoint, signing.new_secret(), "secret")
     with transaction.atomic():
-        endpoint = WebhookEndpoint.objects.create(
-            workspace=workspace,
-            url=_check_url(url),
-            event_types=_check_events(event_types),
-            include_text=include_text,
-            description=description.strip()[:200],
-            secret=signing.new_secret(),
-        )
+        endpoint.save(force_insert=True)
         _audit(actor, AuditAction.WEBHOOK_CREATE, endpoint)
     return endpoint
 
@@ -98,12 +100,31 @@ def rotate_secret(
     with transaction.atomic():
         endpoint = get_endpoint(workspace=workspace, endpoint_id=endpoint_id)
         grace = timedelta(hours=settings.MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS)
-        endpoint.previous_secret = endpoint.secret
+        endpoint.previous_secret_ciphertext = _seal(endpoint, current_secret(endpoint), "previous")
         endpoint.previous_secret_expires_at = timezone.now() + grace
-        endpoint.secret = signing.new_secret()
-        endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at"])
+        endpoint.secret_ciphertext = _seal(endpoint, signing.new_secret(), "secret")
+        endpoint.save(
+            update_fields=[
+                "secret_ciphertext",
+                "previous_secret_ciphertext",
+                "previous_secret_expires_at",
+            ]
+        )
         _audit(actor, AuditAction.WEBHOOK_ROTATE, endpoint)
     return endpoint
+
+
+def current_secret(endpoint: WebhookEndpoint) -> str:
+    """The endpoint's signing secret in clear, to sign or to show once after creation/rotation."""
+    return workspace_cipher(endpoint.workspace_id).decrypt(
+        endpoint.secret_ciphertext, table=WEBHOOK_TABLE, row_id=endpoint.pk, field="secret"
+    )
+
+
+def _seal(endpoint: WebhookEndpoint, secret: str, field: str) -> bytes:
+    return workspace_cipher(endpoint.workspace_id).encrypt(
+        secret, table=WEBHOOK_TABLE, row_id=endpoint.pk, field=field
+    )
 
 
 def set_enabled(
@@ -332,10 +353,14 @@ def backoff(attempts: int) -> timedelta:
 
 
 def _signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
-    secrets_ = [endpoint.secret]
+    secrets_ = [current_secret(endpoint)]
     expires = endpoint.previous_secret_expires_at
-    if endpoint.previous_secret and expires is not None and expires > now:
-        secrets_.append(endpoint.previous_secret)
+    previous = endpoint.previous_secret_ciphertext
+    if previous is not None and expires is not None and expires > now:
+        cipher = workspace_cipher(endpoint.workspace_id)
+        secrets_.append(
+            cipher.decrypt(previous, table=WEBHOOK_TABLE, row_id=endpoint.pk, field="previous")
+        )
     return secrets_
 
 

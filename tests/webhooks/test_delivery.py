@@ -88,7 +88,7 @@ def endpoint_for(receiver: Receiver, workspace, **fields):
         actor=Actor.system("test"),
         **fields,
     )
-    receiver.secret = endpoint.secret
+    receiver.secret = services.current_secret(endpoint)
     return endpoint
 
 
@@ -96,7 +96,7 @@ def endpoint_for(receiver: Receiver, workspace, **fields):
 def test_changes_arrive_signed_with_ids_and_kinds_and_no_text(receiver, embedder, settings):
     user = make_user()
     endpoint = endpoint_for(receiver, user.workspace)
-    assert endpoint.secret.startswith("whsec_")
+    assert services.current_secret(endpoint).startswith("whsec_")
     memory = make_memory(user, mode_of(user), SECRET_TEXT, embedder=embedder)
     assert send_due() == 1
     [message] = receiver.received
@@ -204,15 +204,17 @@ def test_dead_after_the_maximum_and_replay_sends_the_same_message_id(receiver, e
 def test_a_rotated_secret_signs_with_both_during_the_grace(receiver, embedder):
     user = make_user()
     endpoint = endpoint_for(receiver, user.workspace)
-    old = endpoint.secret
+    old = services.current_secret(endpoint)
     rotated = services.rotate_secret(
         workspace=user.workspace, endpoint_id=endpoint.pk, actor=Actor.system("test")
     )
-    assert rotated.secret != old and rotated.secret.startswith("whsec_")
+    new = services.current_secret(rotated)
+    assert new != old and new.startswith("whsec_")
+    assert old.encode() not in bytes(rotated.secret_ciphertext)  # Sealed at rest.
     receiver.secret = old  # A receiver not yet updated still verifies.
     make_memory(user, mode_of(user), "one", embedder=embedder)
     send_due()
-    receiver.secret = rotated.secret
+    receiver.secret = new
     make_memory(user, mode_of(user), "two", embedder=embedder)
     send_due()
     assert len(receiver.received) == 2 and receiver.bad_signatures == 0
