@@ -229,3 +229,42 @@ def test_bad_endpoints_are_refused(workspace):
             services.create_endpoint(
                 workspace=workspace, url=url, event_types=types, actor=Actor.system("t")
             )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_forgetting_and_proposals_are_announced_and_a_rollback_sends_nothing(receiver, embedder):
+    from django.db import transaction
+
+    from memoryhub.knowledge.answers import propose_knowledge_candidate
+    from memoryhub.services.memories import delete_memories
+
+    user = make_user()
+    mode = mode_of(user)
+    endpoint_for(receiver, user.workspace)
+    memory = make_memory(user, mode, "a fact", embedder=embedder)
+    delete_memories(user=user, mode=mode, memory_ids=[memory.pk], actor=Actor.system("test"))
+    candidate = propose_knowledge_candidate(
+        user=user,
+        mode=mode,
+        statement="Refunds take five days.",
+        actor=Actor.system("test"),
+        embedder=embedder,
+    )
+
+    def remember_then_fail() -> None:
+        with transaction.atomic():
+            make_memory(user, mode, "never committed", embedder=embedder)
+            raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        remember_then_fail()
+    send_due()
+    types = [m["payload"]["type"] for m in receiver.received]
+    assert types == [events.MEMORY_CREATED, events.MEMORY_FORGOTTEN, events.CANDIDATE_WAITING]
+    assert receiver.received[1]["payload"]["data"]["ids"] == [str(memory.pk)]
+    assert receiver.received[2]["payload"]["data"]["candidate_ids"] == [str(candidate.pk)]
+
+
+def test_every_event_type_is_fed_by_some_change():
+    fed = {event for mapped in events.EVENTS_OF.values() for event in mapped}
+    assert fed == set(events.EVENT_TYPES)
