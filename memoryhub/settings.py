@@ -148,6 +148,8 @@ INSTALLED_APPS = [
     # The OAuth 2.1 / OpenID Connect authorization server for the MCP endpoint (mcp/oauth.py).
     "allauth.idp.oidc",
     "memoryhub",
+    # Subscribes the webhooks to the change announcements at start-up (no models of its own).
+    "memoryhub.webhooks.apps.WebhooksConfig",
     "accounts",
     "dashboard",
     "review",
@@ -446,7 +448,23 @@ CELERY_BEAT_SCHEDULE = {
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
     # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).
     "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
+    # Webhook deliveries whose retry is due (memoryhub/webhooks/, issue 31).
+    "send-due-webhooks": {"task": "memoryhub.send_due_webhooks", "schedule": 30.0},
 }
+
+# Webhooks (memoryhub/webhooks/): retries back off exponentially from the base, up to the cap;
+# a delivery is dead after the maximum attempts; an endpoint's circuit opens after that many
+# consecutive failures and lets one attempt through (half-open) after the cool-down.
+MEMORYHUB_WEBHOOK_MAX_ATTEMPTS = env_int("MEMORYHUB_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
+MEMORYHUB_WEBHOOK_BACKOFF_SECONDS = env_int("MEMORYHUB_WEBHOOK_BACKOFF_SECONDS", 30, minimum=1)
+MEMORYHUB_WEBHOOK_BACKOFF_MAX_SECONDS = env_int("MEMORYHUB_WEBHOOK_BACKOFF_MAX_SECONDS", 21600)
+MEMORYHUB_WEBHOOK_CIRCUIT_FAILURES = env_int("MEMORYHUB_WEBHOOK_CIRCUIT_FAILURES", 5, minimum=1)
+MEMORYHUB_WEBHOOK_CIRCUIT_COOLDOWN_SECONDS = env_int(
+    "MEMORYHUB_WEBHOOK_CIRCUIT_COOLDOWN_SECONDS", 300
+)
+MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS = env_int("MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# After a secret rotation the old secret keeps signing (a second signature) this long.
+MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS = env_int("MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS", 24)
 
 # Embeddings and extraction.
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384

@@ -31,6 +31,7 @@ from memoryhub.services import (
     retention,
     sessions,
 )
+from memoryhub.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
 
@@ -223,3 +224,18 @@ def verify_audit_chains() -> bool:
     if not report.is_intact:
         logger.error("audit chain broken at row %s: %s", report.first_broken_id, report.reason)
     return report.is_intact
+
+
+@_task("memoryhub.send_webhook", soft_time_limit=50, time_limit=60)
+def send_webhook(delivery_id: str) -> None:
+    """Attempt one webhook delivery (a no-op when it is not due or already delivered)."""
+    webhook_services.send_delivery(int(delivery_id))
+
+
+@_task("memoryhub.send_due_webhooks", soft_time_limit=240, time_limit=300)
+def send_due_webhooks() -> int:
+    """Attempt every webhook delivery whose retry is due; how many were attempted."""
+    ids = webhook_services.due_delivery_ids()
+    for delivery_id in ids:
+        webhook_services.send_delivery(delivery_id)
+    return len(ids)

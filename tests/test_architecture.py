@@ -32,7 +32,12 @@ ADAPTERS = (
 )
 SERVICES = ("memoryhub.services",)
 QUERIES = ("memoryhub.queries",)
-CAPABILITIES = ("memoryhub.knowledge", "memoryhub.graph", "memoryhub.extraction")
+CAPABILITIES = (
+    "memoryhub.knowledge",
+    "memoryhub.graph",
+    "memoryhub.extraction",
+    "memoryhub.webhooks",
+)
 DOMAIN = SERVICES + QUERIES + CAPABILITIES
 FOUNDATIONS = tuple(
     f"memoryhub.{name}"

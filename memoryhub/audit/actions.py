@@ -178,6 +178,18 @@ class AuditAction(StrEnum):
         "left you a question only you can answer",
         Changes.STATE,
     )
+    # Webhooks of a workspace (memoryhub/webhooks/; never about one user).
+    WEBHOOK_CREATE = "webhook.create", "added a webhook endpoint", Changes.STATE
+    WEBHOOK_ROTATE = "webhook.rotate", "rotated a webhook endpoint's secret", Changes.STATE
+    WEBHOOK_ENABLE = "webhook.enable", "enabled a webhook endpoint", Changes.STATE
+    WEBHOOK_DISABLE = "webhook.disable", "disabled a webhook endpoint", Changes.STATE
+    WEBHOOK_REPLAY = "webhook.replay", "sent a webhook delivery again", Changes.STATE
+    WEBHOOK_LIST = "webhook.list", "listed webhook endpoints or deliveries", Changes.NOTHING
+    WEBHOOK_TEXT_SENT = (
+        "webhook.text_sent",
+        "sent a memory's text to a webhook endpoint allowed to receive it",
+        Changes.NOTHING,
+    )
     # The audit log itself, and admins' pages (the last three are never about one user).
     AUDIT_VIEW = "audit.view", "read the audit log about you", Changes.NOTHING
     AUDIT_EXPORT = "audit.export", "exported the audit log about you", Changes.NOTHING

@@ -30,6 +30,8 @@ class Change:
     user_id: str | None
     mode: str
     object_ids: tuple[str, ...]
+    # The workspace, when the caller knows it and the user may be gone (an account deleted).
+    workspace_id: int | None = None
 
 
 Subscriber = Callable[[Change], None]
@@ -56,6 +58,7 @@ def announce(
     user_id: UUID | str | None,
     mode: str = "",
     object_ids: tuple[str, ...] = (),
+    workspace_id: int | None = None,
 ) -> None:
     """Tell every subscriber of this change once the outermost transaction commits.
 
@@ -68,6 +71,7 @@ def announce(
         user_id=str(user_id) if user_id else None,
         mode=mode,
         object_ids=object_ids,
+        workspace_id=workspace_id,
     )
     for subscriber in _subscribers:
         transaction.on_commit(_delivery(subscriber, change), robust=True)

@@ -108,6 +108,7 @@ def record_access(
     action: AuditAction,
     object_ids: Iterable[object] = (),
     mode: str = "",
+    workspace_id: int | None = None,
 ) -> AuditEntry:
     """Append one audit row chained to the previous row of its subject's chain.
 
@@ -129,6 +130,7 @@ def record_access(
             user_id=subject_user_id,
             mode=mode,
             object_ids=tuple(ids),
+            workspace_id=workspace_id,
         )
     return entry
 

@@ -245,4 +245,10 @@ def delete_account(*, user: User, actor: Actor) -> None:
         # The user may be the actor: log them under the same pseudonym as the subject.
         if actor.actor_type == ActorType.USER and actor.actor_id == str(user_id):
             actor = replace(actor, actor_id=subject_pseudonym(user_id))
-        record_access(actor=actor, subject_user_id=user_id, action=AuditAction.ACCOUNT_DELETE)
+        # The user is gone when the change is announced: name its workspace (webhooks).
+        record_access(
+            actor=actor,
+            subject_user_id=user_id,
+            action=AuditAction.ACCOUNT_DELETE,
+            workspace_id=user.workspace_id,
+        )
