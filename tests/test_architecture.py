@@ -47,7 +47,9 @@ FOUNDATIONS = tuple(
         *("sealed_tables", "embeddings", "onnx_model", "tokens", "personal_data", "injection"),
         *("fencing", "text_patterns", "json_stream", "http", "paging", "replicas", "notices"),
         *("task_queue", "sweeping", "unavailable", "body_limit", "process_model"),
-        *("embedded_db", "settings", "apps", "celery"),
+        *("embedded_db", "settings", "apps", "celery", "char_tables"),
+        # Operations (docs/operations.md): they read the models and the foundations only.
+        *("telemetry", "metrics", "health", "probes", "backup"),
     )
 )
 # The client talks HTTP only, like any outside user: it imports none of our modules.
