@@ -31,7 +31,8 @@ def check_time_limits(celery_app: Celery, *, visibility_timeout: float | None) -
         name: task.time_limit or celery_app.conf.task_time_limit or math.inf
         for name, task in celery_app.tasks.items()
     }
-    name, longest = max(limits.items(), key=lambda item: item[1])
+    # Sorted first, so a tie names the same task every time (the first by name).
+    name, longest = max(sorted(limits.items()), key=lambda item: item[1])
     if visibility_timeout <= longest:
         raise ImproperlyConfigured(
             f"CELERY_VISIBILITY_TIMEOUT_SECONDS ({visibility_timeout:g}) must be above the "

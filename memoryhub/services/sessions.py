@@ -235,7 +235,13 @@ def end_idle_sessions(*, now: datetime | None = None) -> int:
     """End every open session idle for longer than the configured timeout; return how many."""
     now = now or timezone.now()
     cutoff = now - timedelta(minutes=settings.MEMORYHUB_SESSION_IDLE_MINUTES)
-    idle = Session.objects.open().filter(last_activity_at__lt=cutoff).select_related("user", "mode")
+    # Oldest first, in the order of the partial index of open sessions (session_open_idx).
+    idle = (
+        Session.objects.open()
+        .filter(last_activity_at__lt=cutoff)
+        .select_related("user", "mode")
+        .order_by("started_at")
+    )
     actor = Actor.system("idle-timeout")
     count = 0
     for session in idle.iterator():

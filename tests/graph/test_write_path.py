@@ -214,5 +214,7 @@ def test_a_failing_graph_hook_never_fails_the_answer_report(
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = api.post("/answers", body)
     assert response.status_code == 201
-    assert len(callbacks) == 1
+    # The graph hook, beside the change announcements the webhooks subscribe to.
+    hooks = [c for c in callbacks if getattr(c, "__name__", "") != "deliver_change"]
+    assert len(hooks) == 1
     assert GraphNode.objects.count() == 0

@@ -75,4 +75,5 @@ def test_a_worker_with_a_short_visibility_timeout_refuses_to_start():
     )
     assert result.returncode != 0
     assert "CELERY_VISIBILITY_TIMEOUT_SECONDS (1800) must be above" in result.stderr
+    # The task with the longest limit; of the tied ones (3300 s), the first by name.
     assert "memoryhub.consolidate_memories" in result.stderr

@@ -28,7 +28,7 @@ def test_two_concurrent_repeats_leave_one_memory(user, personal, system_actor, e
         second = run_into(write, pool)  # Waits on the first writer's lock of these words.
         first = commit_first()
         repeated = second.result(timeout=30)
-    assert repeated.pk == first.pk and repeated.evidence_count == 2
+    assert repeated.id == first.id and repeated.evidence_count == 2
     assert Memory.objects.for_owner(user=user, mode=personal).count() == 1
 
 
@@ -43,4 +43,4 @@ def test_a_superseded_memory_is_not_repeated_but_written_anew(
     new = remember_unless_repeated(
         user=user, mode=personal, items=[again], actor=system_actor, embedder=embedder
     )[0]
-    assert new.pk != old.pk and new.evidence_count == 1
+    assert new.id != old.id and new.evidence_count == 1

@@ -57,7 +57,9 @@ def _tasks(callbacks):
     Every audited change is also announced on commit to the change hook's subscribers
     (memoryhub/audit/changes.py: webhooks); those are not what these tests count.
     """
-    return [callback for callback in callbacks if callback.__name__ != "deliver_change"]
+    return [
+        callback for callback in callbacks if getattr(callback, "__name__", "") != "deliver_change"
+    ]
 
 
 def _run_eagerly(queue_task):

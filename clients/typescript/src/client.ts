@@ -47,6 +47,13 @@ export const OPERATIONS = {
   answerFeedback: ["POST", "/answers/{answer_id}/feedback"],
   proposeKnowledge: ["POST", "/knowledge/candidates"],
   graphInsights: ["GET", "/graph/insights"],
+  listWebhooks: ["GET", "/webhooks"],
+  createWebhook: ["POST", "/webhooks"],
+  rotateWebhookSecret: ["POST", "/webhooks/{webhook_id}/rotate"],
+  disableWebhook: ["POST", "/webhooks/{webhook_id}/disable"],
+  enableWebhook: ["POST", "/webhooks/{webhook_id}/enable"],
+  listWebhookDeliveries: ["GET", "/webhooks/{webhook_id}/deliveries"],
+  replayWebhookDelivery: ["POST", "/webhooks/deliveries/{delivery_id}/replay"],
 } as const;
 
 // Writes that are safe to send twice: they carry an idempotency key, only read, or are
@@ -333,5 +340,61 @@ export class MemoryHub {
 
   graphInsights(query: GetQuery<"/api/v1/graph/insights"> = {}) {
     return unwrap(this.api.GET("/api/v1/graph/insights", { params: { query } }));
+  }
+
+  // Webhooks (the agent's workspace)
+
+  listWebhooks() {
+    return unwrap(this.api.GET("/api/v1/webhooks"));
+  }
+
+  /** Add an endpoint; the answer holds its `whsec_` secret, shown this once. */
+  createWebhook(body: Schemas["WebhookIn"]) {
+    return unwrap(this.api.POST("/api/v1/webhooks", { body }));
+  }
+
+  /** A new secret; the old one keeps signing beside it for a grace period. */
+  rotateWebhookSecret(webhookId: string) {
+    return unwrap(
+      this.api.POST("/api/v1/webhooks/{webhook_id}/rotate", {
+        params: { path: { webhook_id: webhookId } },
+      }),
+    );
+  }
+
+  disableWebhook(webhookId: string) {
+    return unwrap(
+      this.api.POST("/api/v1/webhooks/{webhook_id}/disable", {
+        params: { path: { webhook_id: webhookId } },
+      }),
+    );
+  }
+
+  enableWebhook(webhookId: string) {
+    return unwrap(
+      this.api.POST("/api/v1/webhooks/{webhook_id}/enable", {
+        params: { path: { webhook_id: webhookId } },
+      }),
+    );
+  }
+
+  listWebhookDeliveries(
+    webhookId: string,
+    query: GetQuery<"/api/v1/webhooks/{webhook_id}/deliveries"> = {},
+  ) {
+    return unwrap(
+      this.api.GET("/api/v1/webhooks/{webhook_id}/deliveries", {
+        params: { path: { webhook_id: webhookId }, query },
+      }),
+    );
+  }
+
+  /** Send a failed or dead delivery again, with the same webhook-id. */
+  replayWebhookDelivery(deliveryId: number) {
+    return unwrap(
+      this.api.POST("/api/v1/webhooks/deliveries/{delivery_id}/replay", {
+        params: { path: { delivery_id: deliveryId } },
+      }),
+    );
   }
 }
