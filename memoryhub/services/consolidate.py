@@ -121,7 +121,12 @@ def _write_theme(
         is_flagged=any(i.is_flagged for i in items),
     )
     theme = build_memory(
-        item, user=user, mode=mode, cipher=cipher, embedding=embedder.embed([content])[0]
+        item,
+        user=user,
+        mode=mode,
+        cipher=cipher,
+        embedding=embedder.embed([content])[0],
+        embedding_model=embedder.name,
     )
     theme.save()
     through = Memory.derived_from.through
@@ -145,6 +150,8 @@ def build_themes(
     rows = list(
         Memory.objects.for_owner(user=user, mode=mode)
         .filter(kind=MemoryKind.EPISODE, status=MemoryStatus.ACTIVE, created_at__lt=settled)
+        # Their vectors are compared with each other: only those of one model.
+        .filter(embedding_model=embedder.name)
         .exclude(embedding=None)
         .exclude(derivatives__kind=MemoryKind.THEME)
         .order_by("created_at", "pk")
@@ -218,6 +225,9 @@ def merge_duplicate_facts(*, user: User, mode: Mode) -> list[UUID]:
     rows = list(
         Memory.objects.for_owner(user=user, mode=mode)
         .filter(kind__in=LADDER_KINDS, status__in=LIVE_STATUSES, valid_to__isnull=True)
+        # Their vectors are compared with each other: only those of the deployment's model (a
+        # fact not re-embedded yet during a switch waits for the next run).
+        .filter(embedding_model=settings.MEMORYHUB_EMBEDDING_MODEL)
         .exclude(embedding=None)
         .order_by("created_at", "pk")
     )

@@ -183,6 +183,7 @@ def restore(memory: Memory, version: MemoryVersion, cipher: UserCipher, embedder
     )
     memory.blind_tokens = cipher.memory_index(content)
     memory.embedding = embedder.embed([content])[0]
+    memory.embedding_model = embedder.name
     memory.updated_at = timezone.now()
     memory.save(
         update_fields=[
@@ -190,6 +191,7 @@ def restore(memory: Memory, version: MemoryVersion, cipher: UserCipher, embedder
             "payload_ciphertext",
             "blind_tokens",
             "embedding",
+            "embedding_model",
             "updated_at",
         ]
     )

@@ -82,10 +82,14 @@ def build_memory(
     mode: Mode,
     cipher: UserCipher,
     embedding: list[float] | None,
+    embedding_model: str = "",
     session_id: UUID | None = None,
     agent_id: UUID | None = None,
 ) -> Memory:
-    """Validate and encrypt one memory into an unsaved row (no database access)."""
+    """Validate and encrypt one memory into an unsaved row (no database access).
+
+    `embedding_model` names the model that made `embedding` (required with one).
+    """
     content = check_content(item.content)
     _choice(item.kind, MemoryKind, "kind")
     _choice(item.importance, Importance, "importance")
@@ -121,6 +125,7 @@ def build_memory(
         is_flagged=item.is_flagged,
         blind_tokens=cipher.memory_index(content),
         embedding=embedding,
+        embedding_model=embedding_model,
         created_at=item.created_at or now,
         updated_at=now,
         occurred_at=item.occurred_at,
@@ -174,6 +179,7 @@ def remember_many(
             mode=mode,
             cipher=cipher,
             embedding=vector,
+            embedding_model=embedder.name,
             session_id=session_id,
             agent_id=agent_id,
         )
@@ -297,7 +303,8 @@ def edit_memory(
             )
             memory.blind_tokens = cipher.memory_index(content)
             memory.embedding = embedder.embed([content])[0]
-            fields += ["content_ciphertext", "blind_tokens", "embedding"]
+            memory.embedding_model = embedder.name
+            fields += ["content_ciphertext", "blind_tokens", "embedding", "embedding_model"]
         if payload is not None:
             if not isinstance(payload, dict):
                 raise InvalidInputError("payload must be a JSON object")

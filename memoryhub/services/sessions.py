@@ -147,6 +147,7 @@ def add_message(
                 content, table=MESSAGE_TABLE, row_id=message_id, field="content"
             ),
             embedding=embedding,
+            embedding_model=embedder.name,
             is_flagged=looks_like_instructions(content),
             created_at=now,
         )

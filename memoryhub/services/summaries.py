@@ -178,6 +178,7 @@ def rewrite_summary(
         )
         memory.blind_tokens = cipher.memory_index(content)
         memory.embedding = embedder.embed([content])[0]
+        memory.embedding_model = embedder.name
         memory.updated_at = timezone.now()
         memory.save(
             update_fields=[
@@ -185,6 +186,7 @@ def rewrite_summary(
                 "payload_ciphertext",
                 "blind_tokens",
                 "embedding",
+                "embedding_model",
                 "updated_at",
             ]
         )
