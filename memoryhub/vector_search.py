@@ -15,14 +15,22 @@ from collections.abc import Sequence
 from django.db.models import Case, FloatField, Value, When
 from pgvector.django import CosineDistance
 
+from memoryhub.embeddings import distance_scale
+
 # The distance of a vector that cannot be compared: cosine 0, as for an unrelated text.
 UNRELATED = 1.0
 
 
 def cosine_distance(vector: Sequence[float], *, model: str, field: str = "embedding") -> Case:
-    """The cosine distance of `field` to `vector` (made by `model`); UNRELATED for another model."""
+    """The cosine distance of `field` to `vector` (made by `model`); UNRELATED for another model.
+
+    The distance is read on MiniLM's scale (`embeddings.distance_scale`), so the score's blend
+    and every threshold keep their meaning whichever model made the vectors.
+    """
+    distance = CosineDistance(field, list(vector))
+    scale = distance_scale(model)
     return Case(
-        When(**{f"{field}_model": model}, then=CosineDistance(field, list(vector))),
+        When(**{f"{field}_model": model}, then=distance if scale == 1.0 else distance * scale),
         default=Value(UNRELATED),
         output_field=FloatField(),
     )

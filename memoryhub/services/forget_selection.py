@@ -11,7 +11,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Q
 
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import Embedder, calibrated_cosine
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
 from memoryhub.models import (
@@ -132,7 +132,8 @@ def _near_query(query: str, texts: Sequence[tuple[UUID, str]], embedder: Embedde
         near.update(
             pk
             for (pk, _), vector in zip(chunk, vectors, strict=True)
-            if _similarity(query_vector, vector) >= QUERY_MIN_SIMILARITY
+            if calibrated_cosine(_similarity(query_vector, vector), embedder.name)
+            >= QUERY_MIN_SIMILARITY
         )
     return near
 
