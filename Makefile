@@ -49,8 +49,9 @@ pytest: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-bench: setup ## Retrieval, latency and extraction benchmarks (writes bench/results/*.json)
+bench: setup ## Retrieval, bilingual (every embedding model), latency and extraction benchmarks (bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval
+	$(BIN)/python manage.py bench_bilingual
 	$(BIN)/python manage.py bench_extraction
 
 bench-load: setup ## Load benchmark: 1, 8, 32 agents x 1, 2 web workers (bench/results/load-*.json)
