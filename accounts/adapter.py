@@ -10,9 +10,13 @@ The MFA adapter stores TOTP secrets and recovery seeds sealed under a master key
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from allauth.account import app_settings as account_settings
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.authentication import get_authentication_records
+from allauth.core import context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from django.db import transaction
@@ -25,6 +29,8 @@ from memoryhub.models import DEFAULT_MODES, Mode
 from memoryhub.services.agents import get_or_create_workspace, revoke_personal_keys
 
 MFA_SEAL_PURPOSE = "mfa"
+# What allauth names its two-factor pages when it asks whether they need a re-authentication.
+MFA_APP = "allauth.mfa"
 # Where allauth keeps what it passes through encrypt(): the TOTP secret, the recovery seed.
 SEALED_FIELDS = {
     Authenticator.Type.TOTP: ("secret",),
@@ -44,6 +50,17 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
                 )
         return saved
 
+    def is_reauthentication_required(self, *, app: str, **kwargs: Any) -> bool:
+        """Two-factor pages need no second password right after a login: one typed seconds ago
+        proves as much. Minting a personal key still asks (dashboard/views/account.py).
+
+        allauth counts only a re-authentication as recent, so a reviewer sent to set up
+        two-factor straight after logging in had to type the password again (issue 29).
+        """
+        if not super().is_reauthentication_required(app=app, **kwargs):
+            return False
+        return not (app == MFA_APP and _logged_in_recently(context.request))
+
     def set_password(self, user: Any, password: str) -> None:
         """A new password (changed, reset or set) also revokes every personal key of the user.
 
@@ -52,6 +69,17 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
         with transaction.atomic():
             super().set_password(user, password)
             revoke_personal_keys(user=user, actor=Actor.for_user(user.pk))
+
+
+def _logged_in_recently(request: HttpRequest | None) -> bool:
+    """Whether this session's user authenticated (login or re-authentication) moments ago."""
+    if request is None or not request.user.is_authenticated:
+        return False
+    records = get_authentication_records(request, request.user)
+    if not records:
+        return False
+    age = time.time() - float(records[-1]["at"])
+    return age < int(account_settings.REAUTHENTICATION_TIMEOUT)
 
 
 class MFAAdapter(DefaultMFAAdapter):  # type: ignore[misc]  # allauth is untyped.

@@ -8,9 +8,10 @@ from django.db.models import TextChoices
 
 from accounts.roles import REVIEWERS_GROUP
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, NotFoundError
 from memoryhub.models import User, Workspace
-from memoryhub.services.audit import record_access
 from memoryhub.services.user_links import holds_something
 
 
@@ -20,10 +21,10 @@ class Role(TextChoices):
 
 
 # Named …ACTION so the access-log test finds each one and checks it has words for the user.
-GRANT_REVIEWER_ACTION = "role.grant_reviewer"
-GRANT_ADMIN_ACTION = "role.grant_admin"
-REVOKE_REVIEWER_ACTION = "role.revoke_reviewer"
-REVOKE_ADMIN_ACTION = "role.revoke_admin"
+GRANT_REVIEWER_ACTION = AuditAction.ROLE_GRANT_REVIEWER
+GRANT_ADMIN_ACTION = AuditAction.ROLE_GRANT_ADMIN
+REVOKE_REVIEWER_ACTION = AuditAction.ROLE_REVOKE_REVIEWER
+REVOKE_ADMIN_ACTION = AuditAction.ROLE_REVOKE_ADMIN
 GRANT_ACTIONS = {Role.REVIEWER: GRANT_REVIEWER_ACTION, Role.ADMIN: GRANT_ADMIN_ACTION}
 REVOKE_ACTIONS = {Role.REVIEWER: REVOKE_REVIEWER_ACTION, Role.ADMIN: REVOKE_ADMIN_ACTION}
 

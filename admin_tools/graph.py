@@ -8,9 +8,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from accounts.roles import require_staff
+from memoryhub.graph.queries import graph_overview
 from memoryhub.http import AuthedRequest, staff_actor
 from memoryhub.models import ActorType, Channel, Workspace
-from memoryhub.queries.graph import graph_overview
 
 
 @require_safe

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import graph, links, roles, views
+from . import graph, links, roles, views, webhooks
 
 app_name = "admin_tools"
 
@@ -15,4 +15,13 @@ urlpatterns = [
     path("graph/<slug:slug>/", graph.graph_detail, name="graph_detail"),
     path("links/", links.link_list, name="link_list"),
     path("links/<int:link_id>/undo/", links.link_undo, name="link_undo"),
+    path("webhooks/", webhooks.webhook_list, name="webhook_list"),
+    path("webhooks/new/", webhooks.webhook_create, name="webhook_create"),
+    path("webhooks/<uuid:endpoint_id>/rotate/", webhooks.webhook_rotate, name="webhook_rotate"),
+    path("webhooks/<uuid:endpoint_id>/toggle/", webhooks.webhook_toggle, name="webhook_toggle"),
+    path(
+        "webhooks/deliveries/<int:delivery_id>/replay/",
+        webhooks.delivery_replay,
+        name="delivery_replay",
+    ),
 ]

@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from accounts.roles import require_staff
+from memoryhub.audit.actions import AuditAction
 from memoryhub.http import AuthedRequest, staff_actor
 from memoryhub.models import ActorType, Channel
 from memoryhub.queries.audit_log import audit_csv_lines, audit_entries
@@ -56,7 +57,7 @@ def audit_export(request: AuthedRequest) -> HttpResponseBase:
     rows = audit_entries(
         form.to_filter(),
         actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
-        action="audit.export",
+        action=AuditAction.AUDIT_EXPORT,
     )
     response = StreamingHttpResponse(
         audit_csv_lines(rows.iterator(chunk_size=2000)), content_type="text/csv"

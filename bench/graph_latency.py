@@ -39,10 +39,10 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from memoryhub import graph  # noqa: E402
 from memoryhub.celery import app  # noqa: E402
 from memoryhub.knowledge import answers as review_services  # noqa: E402
 from memoryhub.models import GraphNode  # noqa: E402
-from memoryhub.services import graph  # noqa: E402
 from memoryhub.services.agents import create_agent, get_or_create_workspace  # noqa: E402
 from memoryhub.services.users import create_user  # noqa: E402
 

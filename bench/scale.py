@@ -21,13 +21,14 @@ from django.test import Client, override_settings
 from tqdm import tqdm
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, Memory, Mode, Session, User, Workspace
 from memoryhub.queries.context import assemble_context
 from memoryhub.queries.recall import decrypt_ranked, rank_memories, ranking_query, search_memories
 from memoryhub.queries.speaker_cues import read_cues
-from memoryhub.services import audit
 from memoryhub.services.access import flush_memory_access
 from memoryhub.services.agents import create_agent, get_or_create_workspace
 from memoryhub.services.memories import NewMemory, remember, remember_many
@@ -272,10 +273,10 @@ def search_parts(*, scale_user: ScaleUser, query: str, embedder: Embedder) -> di
     lap("ranking")
     items = decrypt_ranked(ranked, cipher)
     lap("decrypt")
-    audit.record_access(
+    record_access(
         actor=Actor.system("bench"),
         subject_user_id=owner.pk,
-        action="memory.search",
+        action=AuditAction.MEMORY_SEARCH,
         object_ids=[item.id for item in items],
         mode=mode.slug,
     )

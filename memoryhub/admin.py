@@ -19,7 +19,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import record_admin_site_access
 from memoryhub.errors import InvalidInputError
+from memoryhub.graph.recording import check_node_type_slug
 from memoryhub.http import client_ip
 from memoryhub.models import (
     ActorType,
@@ -33,8 +35,6 @@ from memoryhub.models import (
     Workspace,
     WorkspaceNodeType,
 )
-from memoryhub.services.audit import record_access
-from memoryhub.services.graph.recording import check_node_type_slug
 
 AdminModel = TypeVar("AdminModel", bound=models.Model)
 
@@ -63,10 +63,11 @@ class AuditedAdmin(admin.ModelAdmin[AdminModel], Generic[AdminModel]):
         return readonly if obj is None else (*readonly, *self.fixed_fields)
 
     def _audit(self, request: HttpRequest, obj: AdminModel, action: str, fields: Any) -> None:
-        record_access(
+        record_admin_site_access(
             actor=_admin_actor(request),
             subject_user_id=self.subject_of(obj),
-            action=f"admin.{obj._meta.model_name}.{action}"[:40],
+            model_name=str(obj._meta.model_name),
+            verb=action,
             object_ids=[obj.pk, *(f"field:{name}" for name in fields)],
         )
 
@@ -77,10 +78,11 @@ class AuditedAdmin(admin.ModelAdmin[AdminModel], Generic[AdminModel]):
         for obj in objs:
             shown.setdefault(self.subject_of(obj), []).append(obj.pk)
         for subject, ids in shown.items():
-            record_access(
+            record_admin_site_access(
                 actor=_admin_actor(request),
                 subject_user_id=subject,
-                action=f"admin.{self.model._meta.model_name}.{verb}"[:40],
+                model_name=str(self.model._meta.model_name),
+                verb=verb,
                 object_ids=ids,
             )
 

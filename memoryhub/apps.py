@@ -7,3 +7,9 @@ class MemoryHubConfig(AppConfig):
     name = "memoryhub"
     verbose_name = "MemoryHub"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Before any handler loads the middleware: the Django instrumentation adds its own.
+        from memoryhub import telemetry
+
+        telemetry.configure()

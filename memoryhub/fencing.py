@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from memoryhub import text_patterns
+from memoryhub.char_tables import CharTable, without_invisible
 
 FENCE_TAG = "memory-data"
 FENCE_CLOSE = f"</{FENCE_TAG}>"
@@ -67,10 +68,10 @@ def _neutralise_in_full(text: str) -> str:
     text = _LINE_BREAKS.sub("\n", text)
     # Zero-width, bidi and other control/format characters go first, so they cannot hide
     # an encoded bracket (`&l\u200bt;`) from the escape pass below.
-    text = "".join(char for char in text if not _is_invisible(char))
+    text = without_invisible(text)
     text = _ENTITY.sub(_replace_entity, text)
     text = _ESCAPED_BRACKET.sub(_replace_escaped_bracket, text)
-    return "".join(_bracket_replacement(char) or char for char in text)
+    return text.translate(_BRACKETS)
 
 
 def fence_untrusted(label: str, items: Sequence[str]) -> str:
@@ -98,13 +99,6 @@ def fence_untrusted(label: str, items: Sequence[str]) -> str:
     return fenced
 
 
-def _is_invisible(char: str) -> bool:
-    if char in "\n\t":
-        return False
-    # Cc: C0/C1 controls; Cf: zero-width, bidi overrides, tag characters; Cs: lone surrogates.
-    return unicodedata.category(char) in {"Cc", "Cf", "Cs"}
-
-
 # Bounded: stored text may hold any of ~1.1M code points, and the cache must not grow with it.
 @lru_cache(maxsize=4096)
 def _bracket_replacement(char: str) -> str | None:
@@ -115,6 +109,10 @@ def _bracket_replacement(char: str) -> str | None:
     if char in _CLOSE_LOOKALIKES or ">" in decomposed or "]" in decomposed:
         return ")"
     return None
+
+
+# Each character once through the rule above, then at the speed of str.translate.
+_BRACKETS = CharTable(lambda char: _bracket_replacement(char) or char)
 
 
 def _replace_entity(match: text_patterns.Match[str]) -> str:
@@ -128,9 +126,7 @@ def _replace_entity(match: text_patterns.Match[str]) -> str:
     if not any(_bracket_replacement(char) for char in decoded):
         return encoded
     # A legacy entity may run on without ";" (`&ltsystem`), so keep the decoded tail too.
-    return "".join(
-        _bracket_replacement(char) or char for char in decoded if not _is_invisible(char)
-    )
+    return without_invisible(decoded).translate(_BRACKETS)
 
 
 def _replace_escaped_bracket(match: text_patterns.Match[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import unicodedata
 
 from memoryhub import text_patterns
+from memoryhub.char_tables import without_combining, without_invisible
 
 # Matching runs on a normalised copy, so obfuscated spellings (fullwidth letters, zero-width
 # characters, accents, Cyrillic or Greek look-alikes, smart quotes) hit the same plain rules.
@@ -112,14 +113,10 @@ def instruction_signals(text: str) -> tuple[str, ...]:
 def _normalise(text: str) -> str:
     text = _LINE_BREAKS.sub("\n", text)
     # Zero-width and bidi characters split words invisibly ("ig\u200bnore"); drop them.
-    text = "".join(
-        char
-        for char in text
-        if char in "\n\t" or unicodedata.category(char) not in {"Cc", "Cf", "Cs"}
-    )
+    text = without_invisible(text)
     # NFKC_Casefold's recipe (decompose, casefold, decompose) without the final recomposition,
     # so fullwidth and math-styled letters fold to plain lower case and accents come off.
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
-    text = "".join(char for char in text if not unicodedata.combining(char))
+    text = without_combining(text)
     text = text.translate(_LOOKALIKES)
     return _HORIZONTAL_SPACE.sub(" ", text)

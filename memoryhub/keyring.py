@@ -158,8 +158,9 @@ class UserCipher(_FieldCipher):
     def blind_tokens(self, text: str) -> list[str]:
         """Keyed hashes of the text's distinct tokens: lexical search without plaintext."""
         key = crypto.derive_subkey(self.data_key, "blind-index")
-        # Each distinct word is hashed once: a long text repeats most of its words.
-        return sorted({crypto.keyed_digest(key, token) for token in set(tokenize(text))})
+        # Each distinct word is normalised and hashed once: a long text repeats most of them.
+        words = {crypto.normalise_token(word) for word in set(TOKEN_PATTERN.findall(text))}
+        return sorted({crypto.keyed_digest(key, word) for word in words})
 
     @sensitive_variables("key")
     def speaker_tokens(self, words: list[str]) -> list[str]:

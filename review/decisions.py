@@ -10,16 +10,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError
 from memoryhub.keyring import cipher_for
 from memoryhub.knowledge.documents import publish_document, title_from
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import (
     Confidence,
+    FailureClass,
     Importance,
     KnowledgeDocument,
     LearningCandidate,
-    Memory,
     MemoryKind,
     MemorySource,
     MemoryStatus,
@@ -79,7 +81,7 @@ def _record_outcome(
     workspace: Workspace,
     status: str,
     outcome: str,
-    action: str,
+    action: AuditAction,
     reviewer: User,
     actor: Actor,
     reason: str = "",
@@ -132,7 +134,7 @@ def approve_candidate(
             workspace=workspace,
             status=LearningCandidate.Status.APPROVED,
             outcome=ReviewDecision.Outcome.APPROVED,
-            action="review.candidate_approve",
+            action=AuditAction.REVIEW_CANDIDATE_APPROVE,
             reviewer=reviewer,
             actor=actor,
         )
@@ -161,7 +163,7 @@ def reject_candidate(
             workspace=workspace,
             status=LearningCandidate.Status.REJECTED,
             outcome=ReviewDecision.Outcome.REJECTED,
-            action="review.candidate_reject",
+            action=AuditAction.REVIEW_CANDIDATE_REJECT,
             reviewer=reviewer,
             actor=actor,
             reason=reason,
@@ -177,7 +179,7 @@ def skip_candidate(
         candidate = _lock_pending(workspace, candidate_id)
         candidate.skipped_at = timezone.now()
         candidate.save(update_fields=["skipped_at"])
-        audit_candidate_access(actor, [candidate], "review.candidate_skip")
+        audit_candidate_access(actor, [candidate], AuditAction.REVIEW_CANDIDATE_SKIP)
     return candidate
 
 
@@ -195,6 +197,12 @@ def _lock_users_question(workspace: Workspace, candidate_id: UUID | str) -> Lear
     candidate = _lock_pending(workspace, candidate_id)
     if candidate.kind != LearningCandidate.Kind.ANSWER:
         raise InvalidInputError("only a captured answer is a question of the user's")
+    if candidate.failure_class == FailureClass.POLICY_BLOCK:
+        # A refusal on policy grounds is the workspace's rule, the same for everyone: it is
+        # settled in the knowledge base (publish or reject), never as one user's to-do.
+        raise InvalidInputError(
+            "a policy question is the workspace's, not this user's: publish or reject it"
+        )
     return candidate
 
 
@@ -203,11 +211,11 @@ def _leave_to_user(
     item: NewMemory,
     *,
     status: str,
-    action: str,
+    action: AuditAction,
     reviewer: User,
     actor: Actor,
     embedder: Embedder,
-) -> Memory:
+) -> MemoryItem:
     """Write the item into the user's memory and decide the candidate with this status."""
     memory = remember(
         user=candidate.user, mode=candidate.mode, item=item, actor=actor, embedder=embedder
@@ -234,7 +242,7 @@ def answer_for_user(
     actor: Actor,
     embedder: Embedder,
     answer: str,
-) -> Memory:
+) -> MemoryItem:
     """Write the reviewer's answer into the user's memory, as a question for them to confirm.
 
     For a question about the user (their appointment, their plan) no knowledge document can
@@ -257,7 +265,7 @@ def answer_for_user(
             candidate,
             item,
             status=LearningCandidate.Status.ANSWERED,
-            action="review.answer_for_user",
+            action=AuditAction.REVIEW_ANSWER_FOR_USER,
             reviewer=reviewer,
             actor=actor,
             embedder=embedder,
@@ -271,7 +279,7 @@ def mark_needs_user(
     reviewer: User,
     actor: Actor,
     embedder: Embedder,
-) -> Memory:
+) -> MemoryItem:
     """Leave a question only the user can answer to them: an open item in their memory.
 
     Raises NotFoundError, ConflictError, InvalidInputError (a proposed fact) and
@@ -291,7 +299,7 @@ def mark_needs_user(
             candidate,
             item,
             status=LearningCandidate.Status.NEEDS_USER,
-            action="review.needs_user",
+            action=AuditAction.REVIEW_NEEDS_USER,
             reviewer=reviewer,
             actor=actor,
             embedder=embedder,

@@ -19,6 +19,8 @@ from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, V
 from django.db.models.functions import Coalesce
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import KeyDestroyedError, NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.knowledge.scoring import LOW_SIGNAL, SIGNAL_NAMES
@@ -30,7 +32,6 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.sealed_tables import CANDIDATE_TABLE
-from memoryhub.services.audit import record_access
 
 from .models import ThresholdChange
 
@@ -167,7 +168,7 @@ def _view(
 
 
 def audit_candidate_access(
-    actor: Actor, candidates: Iterable[LearningCandidate], action: str
+    actor: Actor, candidates: Iterable[LearningCandidate], action: AuditAction
 ) -> None:
     """Write one audit row per user whose candidates the actor read or decided."""
     by_user: dict[UUID, list[LearningCandidate]] = defaultdict(list)
@@ -246,7 +247,7 @@ def list_queue(
     }
     ciphers = _Ciphers()
     views = [_view(rows[i], ciphers, similar_count=size) for i, size in page_leaders if i in rows]
-    audit_candidate_access(actor, [rows[view.id] for view in views], "review.queue_view")
+    audit_candidate_access(actor, [rows[view.id] for view in views], AuditAction.REVIEW_QUEUE_VIEW)
     return views, len(leaders)
 
 
@@ -276,9 +277,9 @@ def get_candidate(
         .order_by("created_at")[:20]
     )
     ciphers = _Ciphers()
-    audit_candidate_access(actor, [candidate], "review.candidate_view")
+    audit_candidate_access(actor, [candidate], AuditAction.REVIEW_CANDIDATE_VIEW)
     if similar:
-        audit_candidate_access(actor, similar, "review.candidate_view")
+        audit_candidate_access(actor, similar, AuditAction.REVIEW_CANDIDATE_VIEW)
     return CandidateDetail(
         candidate=_view(candidate, ciphers, similar_count=len(similar) + 1),
         similar=tuple(_view(row, ciphers) for row in similar),

@@ -49,13 +49,15 @@ def make_memory(
     actor: Actor | None = None,
     **fields: Any,
 ) -> Memory:
-    return remember(
+    """Remember one memory through the service; the row, for tests that look at what is stored."""
+    item = remember(
         user=user,
         mode=mode,
         item=NewMemory(kind=kind, content=content, **fields),
         actor=actor or Actor.system("factories"),
         embedder=embedder or default_embedder(),
     )
+    return Memory.all_owners.get(pk=item.id)
 
 
 def make_agent(workspace: Workspace, name: str = "assistant") -> tuple[Any, str]:

@@ -27,8 +27,9 @@ from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
 from memoryhub.extraction import ExtractionError, Extractor
 from memoryhub.extraction.sentences import split_sentences
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Workspace
-from memoryhub.queries.memories import MemoryItem, list_memories
+from memoryhub.queries.memories import list_memories
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.sessions import add_message, end_session, start_session
 from memoryhub.services.users import create_user, ensure_mode

@@ -28,7 +28,6 @@ from memoryhub.models import Agent, ApiKey, Mode
 from memoryhub.paging import page_number
 from memoryhub.queries.access_log import list_access_entries
 from memoryhub.queries.connections import list_connected_agents, list_personal_keys
-from memoryhub.queries.usage import usage_lines
 from memoryhub.services.agents import create_personal_key, revoke_key
 from memoryhub.services.forget import delete_account
 from memoryhub.services.preferences import (
@@ -38,6 +37,7 @@ from memoryhub.services.preferences import (
     set_retention,
     unblock_agent,
 )
+from memoryhub.usage import usage_lines
 
 from .rendering import list_url
 from .scoping import actor_of, mode_or_404

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import base64
+import secrets
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 from uuid import uuid4
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -19,10 +23,10 @@ from memoryhub.embeddings import default_embedder
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest, StreamedDownload
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Mode
 from memoryhub.queries.export import stream_user_data
 from memoryhub.queries.forget_preview import ForgetPreview, preview_forget
-from memoryhub.queries.memories import MemoryItem
 from memoryhub.services.curation import forget_all_modes, forget_mode
 from memoryhub.services.forget import DeletionReceipt, forget
 
@@ -34,6 +38,11 @@ RECEIPT_SESSION_KEY = "dashboard.last_receipt"
 RECEIPT_TABLE = "forget_receipt"
 # A POST carrying this field only previews (the topic form); the confirmation forms leave it out.
 PREVIEW_FIELD = "preview"
+# The topic being previewed waits in the session, sealed, under a random token: the preview
+# itself is a GET (reload and Back work) whose URL names the token, never the topic.
+TOPIC_SESSION_KEY = "dashboard.forget_topic"
+TOPIC_TABLE = "forget_topic"
+TOPIC_PREVIEW_PARAMETER = "shown"
 
 
 def _keep_receipt(
@@ -57,10 +66,20 @@ def _keep_receipt(
         "mode": mode_name,
         "counts": dict(sorted(receipt.counts.items())),
         "total": receipt.total,
+        # "Items" are memories, as the preview counts them; messages, versions and the like
+        # that went with them are counted apart, so the two pages agree.
+        "memory_count": len(receipt.memory_ids),
         "deleted_at": receipt.deleted_at.isoformat(),
         "named_count": len(named),
         "named": base64.b64encode(sealed).decode() if named else None,
     }
+
+
+def _gone_message(verb: str, receipt: DeletionReceipt) -> str:
+    items = len(receipt.memory_ids)
+    others = receipt.total - items
+    also = f", and {others} record{pluralize(others)} that went with them" if others else ""
+    return f"{verb}: {items} item{pluralize(items)} gone for good{also}."
 
 
 def _take_named_items(request: AuthedRequest, data: dict[str, Any]) -> list[dict[str, str]]:
@@ -104,10 +123,30 @@ def _preview_and_forget(
     except MemoryHubError as error:
         form.add_error(None, str(error))
         return None, None
+    request.session.pop(TOPIC_SESSION_KEY, None)  # Forgotten: the topic is not kept either.
     named = [item for item in preview.items if item.id in set(receipt.memory_ids)]
     _keep_receipt(request, receipt, what=form.describe(), mode_name=mode.name, items=named)
-    messages.success(request, f"Forgotten: {receipt.total} item(s) are gone for good.")
+    messages.success(request, _gone_message("Forgotten", receipt))
     return preview, redirect("dashboard:receipt")
+
+
+def _keep_topic(request: AuthedRequest, mode: Mode, topic: str) -> HttpResponse:
+    """Hold the topic to preview in the session and go to its preview (post, redirect, get)."""
+    token = secrets.token_urlsafe(16)
+    sealed = cipher_for(request.user).encrypt(topic, table=TOPIC_TABLE, row_id=token, field="topic")
+    request.session[TOPIC_SESSION_KEY] = {"id": token, "sealed": base64.b64encode(sealed).decode()}
+    query = urlencode({"what": ForgetForm.TOPIC, TOPIC_PREVIEW_PARAMETER: token})
+    return redirect(f"{reverse('dashboard:forget', args=[mode.slug])}?{query}")
+
+
+def _held_topic(request: AuthedRequest) -> str | None:
+    """The topic the URL's token names, if this session still holds it."""
+    held: dict[str, str] | None = request.session.get(TOPIC_SESSION_KEY)
+    token = request.GET.get(TOPIC_PREVIEW_PARAMETER)
+    if not held or not token or not secrets.compare_digest(held["id"], token):
+        return None
+    sealed = base64.b64decode(held["sealed"])
+    return cipher_for(request.user).decrypt(sealed, table=TOPIC_TABLE, row_id=token, field="topic")
 
 
 @require_http_methods(["GET", "POST"])
@@ -116,14 +155,20 @@ def forget_page(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     """Show what the last hour, a period or a topic holds in this mode; forget it when confirmed."""
     mode = mode_or_404(request.user, mode_slug)
     what = (request.POST or request.GET).get("what", ForgetForm.LAST_HOUR)
-    # A topic is previewed by POST, so that what the person wants gone ("divorce") stays out of
-    # the URL: browser history, proxy logs, the Referer of the next page.
+    # What the person wants gone ("divorce") stays out of the URL (browser history, proxy
+    # logs, the Referer of the next page): the topic form posts, and its preview is a GET
+    # that names a token of the session instead.
     query = {"what": what, **request.GET.dict()}
     query.pop("topic", None)
+    topic = _held_topic(request) if what == ForgetForm.TOPIC else None
+    if topic is not None:
+        query["topic"] = topic
     confirmed = request.method == "POST" and PREVIEW_FIELD not in request.POST
     if request.method == "POST":
         form = ForgetForm(request.POST)
-    else:  # Opening the page previews the last hour; a chosen period, once given.
+        if not confirmed and form.is_valid() and form.cleaned_data["what"] == ForgetForm.TOPIC:
+            return _keep_topic(request, mode, form.cleaned_data["topic"])
+    else:  # Opening the page previews the last hour; a chosen period or topic, once given.
         form = ForgetForm(query if ForgetForm.is_asked(query) else None)
     preview = None
     if form.is_bound and form.is_valid():
@@ -146,6 +191,8 @@ def receipt(request: AuthedRequest) -> HttpResponse:
             **data,
             "what": _open_what(request, data),
             "deleted_at": datetime.fromisoformat(data["deleted_at"]),
+            "other_count": data["total"] - data.get("memory_count", data["total"]),
+            "memory_count": data.get("memory_count", data["total"]),
         }
     response = render(request, "dashboard/receipt.html", {"receipt": data, "named": named})
     response["Cache-Control"] = "no-store"  # It may name forgotten items: keep no copy.
@@ -167,7 +214,7 @@ def delete_all(request: AuthedRequest, mode_slug: str) -> HttpResponse:
             result = forget_mode(user=request.user, mode=mode, actor=actor, embedder=embedder)
             what, mode_name = "everything", mode.name
         _keep_receipt(request, result, what=what, mode_name=mode_name)
-        messages.success(request, f"Deleted: {result.total} item(s) are gone for good.")
+        messages.success(request, _gone_message("Deleted", result))
         return redirect("dashboard:receipt")
     status = 422 if request.method == "POST" else 200
     return render(request, "dashboard/delete_all.html", {"mode": mode, "form": form}, status=status)

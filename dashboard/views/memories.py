@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
-from django_htmx.http import reswap
+from django_htmx.http import reswap, trigger_client_event
 
 from dashboard.forms import (
     AgentFilterForm,
@@ -24,9 +24,10 @@ from dashboard.forms import (
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
 from memoryhub.http import AuthedRequest, domain_errors_as_http
-from memoryhub.models import Confidence, MemoryStatus, Mode
+from memoryhub.memory_rows import get_memory_row
+from memoryhub.models import Confidence, MemorySource, MemoryStatus, Mode
 from memoryhub.paging import page_number
-from memoryhub.queries.memories import get_memory_row, list_versions
+from memoryhub.queries.memories import list_versions
 from memoryhub.queries.overview import (
     SECTIONS,
     SECTIONS_BY_SLUG,
@@ -37,7 +38,7 @@ from memoryhub.queries.overview import (
     list_mode_agents,
     list_temporary_sessions,
 )
-from memoryhub.services.confidence import confirm_memory
+from memoryhub.services.confidence import LIVE_STATUSES, confirm_memory
 from memoryhub.services.curation import (
     copy_to_mode,
     mark_open_item_done,
@@ -48,10 +49,17 @@ from memoryhub.services.forget import ForgetSelector, forget
 from memoryhub.services.memories import edit_memory
 from memoryhub.services.users import create_mode
 
-from .rendering import back_to_list, is_list_page, page_or_fragment, render_fragment
+from .rendering import (
+    back_to_list,
+    is_list_page,
+    page_or_fragment,
+    render_fragment,
+    shown_section,
+)
 from .scoping import actor_of, mode_or_404
 
 DEFAULT_SECTION = SECTIONS_BY_SLUG["everything"]
+OPEN_ITEMS = "open-items"
 # Errors that refuse an action with a message; "not found" is left to become a 404.
 REFUSALS = (InvalidInputError, ConflictError)
 
@@ -168,6 +176,7 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
     form = MemoryEditForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         content = form.cleaned_data["content"]
+        is_rewritten = content != item.content
         try:
             edit_memory(
                 user=request.user,
@@ -175,9 +184,14 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
                 memory_id=memory_id,
                 actor=actor,
                 embedder=default_embedder(),
-                content=content if content != item.content else None,
+                content=content if is_rewritten else None,
                 importance=form.cleaned_data["importance"],
+                # New words typed here are the user's own: no longer "from an agent".
+                source=MemorySource.USER if is_rewritten else None,
             )
+            if is_rewritten and item.status in LIVE_STATUSES:
+                # ... and confirmed by the one person who knows ("Is this right?" is answered).
+                confirm_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
         except REFUSALS as error:
             form.add_error("content", str(error))
         else:
@@ -185,9 +199,12 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
             if not request.htmx:
                 return back_to_list(request, mode, anchor=f"memory-{memory_id}")
             item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
-            return render_fragment(
-                request, "dashboard/_memory.html", _card_context(request, mode, item=item)
-            )
+            context = _card_context(request, mode, item=item)
+            response = render_fragment(request, "dashboard/_memory.html", context, mode=mode)
+            if is_rewritten and item.status in LIVE_STATUSES:
+                # Its "Is this right?" box, if shown, is answered too (app.js removes it).
+                trigger_client_event(response, "mh-answered", {"id": f"candidate-{memory_id}"})
+            return response
     status = 422 if request.method == "POST" else 200
     context = _card_context(request, mode, item=item, form=form)
     return page_or_fragment(
@@ -211,7 +228,7 @@ def _done(
     message: str,
     *,
     is_gone: bool = False,
-    was_candidate: bool = True,
+    was_candidate: bool = False,
 ) -> HttpResponse:
     """After an action on one item: what happened, next to it (htmx), or back to the list."""
     messages.success(request, message)
@@ -289,7 +306,8 @@ def memory_confirm(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> H
         confirm_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
     except REFUSALS as error:
         return _refused(request, mode, error)
-    return _done(request, mode, memory_id, "Thanks: marked as confirmed. Agents can use it now.")
+    message = "Thanks: marked as confirmed. Agents can use it now."
+    return _done(request, mode, memory_id, message, was_candidate=True)
 
 
 @require_POST
@@ -302,9 +320,8 @@ def memory_reject(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Ht
         reject_candidate(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
     except REFUSALS as error:
         return _refused(request, mode, error)
-    return _done(
-        request, mode, memory_id, "Thanks: it is deleted and will not be used.", is_gone=True
-    )
+    message = "Thanks: it is deleted and will not be used."
+    return _done(request, mode, memory_id, message, is_gone=True, was_candidate=True)
 
 
 @require_POST
@@ -323,7 +340,9 @@ def memory_done(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
         )
     except REFUSALS as error:
         return _refused(request, mode, error)
-    return _done(request, mode, memory_id, "Marked as done.")
+    # Done items leave "Open items" (its count drops): the card goes too, not only the count.
+    leaves_page = shown_section(request) == OPEN_ITEMS
+    return _done(request, mode, memory_id, "Marked as done.", is_gone=leaves_page)
 
 
 @require_POST

@@ -43,6 +43,14 @@ def is_list_page(request: AuthedRequest) -> bool:
     return bool(current) and urlsplit(current or "").path == reverse("dashboard:memory_list")
 
 
+def shown_section(request: AuthedRequest) -> str | None:
+    """The section of the list page an htmx action came from ("open-items" …), if any."""
+    if not is_list_page(request):
+        return None
+    shown = QueryDict(urlsplit(request.htmx.current_url or "").query)
+    return shown.get("section", "everything")
+
+
 def _counts(request: AuthedRequest, mode: Mode) -> str:
     """The list page's counts, out of band, after an htmx action taken on that page.
 

@@ -37,6 +37,8 @@ def search(request: AuthedRequest, mode_slug: str) -> HttpResponse:
             # The owner browsing is not an agent using the memory: "last used" stays as it was.
             record_access=False,
             min_score=DEFAULT_MIN_SCORE,
+            # The person's own "not sure yet" items are on their page: search finds them too.
+            includes_candidates=True,
         )
         if query
         else []

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
+from memoryhub.http import client_ip
 from memoryhub.knowledge.answers import (
     MAX_COMMENT_CHARS,
     MAX_CONTEXT_IDS,
@@ -24,8 +25,9 @@ from memoryhub.knowledge.answers import (
     report_answer,
 )
 from memoryhub.knowledge.queries import answer_owner
+from memoryhub.models import ApiKey, Channel
 
-from .auth import Scope, resolve_scope
+from .auth import Scope, request_key, resolve_scope, scope_for_key
 from .schemas import ERRORS, ScopeIn, Text
 
 router = Router(tags=["answers"])
@@ -76,10 +78,8 @@ class KnowledgeCandidateOut(Schema):
     status: str
 
 
-@router.post("/answers", response={201: AnswerOut, **ERRORS})
-def report(request: HttpRequest, payload: AnswerIn) -> Status[AnswerOut]:
-    """Report an answer and its confidence signals; a weak one is captured for review."""
-    scope = resolve_scope(request, payload.user, payload.mode)
+def report_answer_for(scope: Scope, payload: AnswerIn) -> AnswerOut:
+    """Record the answer with its confidence; a weak one is captured for review."""
     result = report_answer(
         user=scope.user,
         mode=scope.mode,
@@ -94,24 +94,21 @@ def report(request: HttpRequest, payload: AnswerIn) -> Status[AnswerOut]:
         items=payload.items,
     )
     answer = result.answer
-    return Status(
-        201, AnswerOut(id=answer.id, confidence=answer.confidence, captured=result.is_captured)
-    )
+    return AnswerOut(id=answer.id, confidence=answer.confidence, captured=result.is_captured)
 
 
-def _scope_of_answer(request: HttpRequest, answer_id: UUID) -> Scope:
+def answer_scope(api_key: ApiKey, answer_id: UUID, *, channel: Channel, ip: str | None) -> Scope:
+    """The scope of an answer the key reaches; any other answer is NotFoundError."""
     user_id, mode_slug = answer_owner(answer_id=answer_id)
     try:
-        return resolve_scope(request, str(user_id), mode_slug)
+        return scope_for_key(api_key, str(user_id), mode_slug, channel=channel, ip=ip)
     except NotFoundError:
         # Another workspace's (or another user's) answer simply does not exist for this key.
         raise NotFoundError("answer not found") from None
 
 
-@router.post("/answers/{answer_id}/feedback", response={200: FeedbackOut, **ERRORS})
-def feedback(request: HttpRequest, answer_id: UUID, payload: FeedbackIn) -> FeedbackOut:
-    """The user's thumbs up or down on an answer; down captures it for review."""
-    scope = _scope_of_answer(request, answer_id)
+def record_feedback_for(scope: Scope, answer_id: UUID, payload: FeedbackIn) -> FeedbackOut:
+    """Record the user's thumbs up or down on the answer; down captures it for review."""
     result = record_feedback(
         user=scope.user,
         mode=scope.mode,
@@ -130,17 +127,38 @@ def feedback(request: HttpRequest, answer_id: UUID, payload: FeedbackIn) -> Feed
     )
 
 
+def propose_knowledge_for(scope: Scope, statement: str) -> KnowledgeCandidateOut:
+    """Propose a statement about the workspace's domain; a reviewer accepts or rejects it."""
+    candidate = propose_knowledge_candidate(
+        user=scope.user,
+        mode=scope.mode,
+        statement=statement,
+        actor=scope.actor,
+        embedder=default_embedder(),
+    )
+    return KnowledgeCandidateOut(id=candidate.id, status=candidate.status)
+
+
+@router.post("/answers", response={201: AnswerOut, **ERRORS})
+def report(request: HttpRequest, payload: AnswerIn) -> Status[AnswerOut]:
+    """Report an answer and its confidence signals; a weak one is captured for review."""
+    scope = resolve_scope(request, payload.user, payload.mode)
+    return Status(201, report_answer_for(scope, payload))
+
+
+@router.post("/answers/{answer_id}/feedback", response={200: FeedbackOut, **ERRORS})
+def feedback(request: HttpRequest, answer_id: UUID, payload: FeedbackIn) -> FeedbackOut:
+    """The user's thumbs up or down on an answer; down captures it for review."""
+    scope = answer_scope(
+        request_key(request), answer_id, channel=Channel.API, ip=client_ip(request)
+    )
+    return record_feedback_for(scope, answer_id, payload)
+
+
 @router.post("/knowledge/candidates", response={201: KnowledgeCandidateOut, **ERRORS})
 def propose_knowledge(
     request: HttpRequest, payload: KnowledgeCandidateIn
 ) -> Status[KnowledgeCandidateOut]:
     """Propose a statement about the workspace's domain for the knowledge base (reviewed)."""
     scope = resolve_scope(request, payload.user, payload.mode)
-    candidate = propose_knowledge_candidate(
-        user=scope.user,
-        mode=scope.mode,
-        statement=payload.statement,
-        actor=scope.actor,
-        embedder=default_embedder(),
-    )
-    return Status(201, KnowledgeCandidateOut(id=candidate.id, status=candidate.status))
+    return Status(201, propose_knowledge_for(scope, payload.statement))

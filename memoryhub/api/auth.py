@@ -13,6 +13,7 @@ from django.views.decorators.debug import sensitive_variables
 from ninja.security import HttpBearer
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import record_access
 from memoryhub.errors import (
     AgentBlockedError,
     InvalidInputError,
@@ -23,7 +24,6 @@ from memoryhub.http import client_ip
 from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
 from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key, key_owner
-from memoryhub.services.audit import record_access
 from memoryhub.services.ratelimit import check_rate_limit, count_invalid_key
 from memoryhub.services.request_slots import acquire_request_slot
 from memoryhub.services.users import ensure_mode
@@ -184,11 +184,18 @@ def scope_for_key(
     )
 
 
+def request_key(request: HttpRequest) -> ApiKey:
+    """The key that authenticated an API request."""
+    api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
+    if not isinstance(api_key, ApiKey):
+        raise NotAuthenticatedError("missing, unknown or revoked API key")
+    return api_key
+
+
 def resolve_scope(
     request: HttpRequest, user_ref: str | None, mode_slug: str = DEFAULT_MODE
 ) -> Scope:
     """The scope of an authenticated API request (see `scope_for_key`)."""
-    api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
-    if not isinstance(api_key, ApiKey):
-        raise NotAuthenticatedError("missing, unknown or revoked API key")
-    return scope_for_key(api_key, user_ref, mode_slug, channel=Channel.API, ip=client_ip(request))
+    return scope_for_key(
+        request_key(request), user_ref, mode_slug, channel=Channel.API, ip=client_ip(request)
+    )

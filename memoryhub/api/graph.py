@@ -11,9 +11,9 @@ from pydantic import Field
 
 from memoryhub.actors import Actor
 from memoryhub.errors import NotAuthenticatedError, PermissionDeniedError
+from memoryhub.graph.queries import DEFAULT_LIMIT, MAX_LIMIT, graph_insights
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Workspace
-from memoryhub.queries.graph import DEFAULT_LIMIT, MAX_LIMIT, graph_insights
 
 from .auth import actor_for_key
 from .schemas import ERRORS

@@ -24,17 +24,16 @@ from memoryhub.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from memoryhub.injection import looks_like_instructions
-from memoryhub.keyring import cipher_for
-from memoryhub.models import ForgetTask, Memory, MemorySource, MemoryStatus
-from memoryhub.personal_data import tag_personal_data
+from memoryhub.memory_rows import MemoryItem
+from memoryhub.models import ForgetTask, MemorySource, MemoryStatus
 from memoryhub.queries.forget_tasks import get_forget_task
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory, list_memories
+from memoryhub.queries.memories import get_memory, list_memories
 from memoryhub.services.agents import key_owner
 from memoryhub.services.forget import ForgetSelector
 from memoryhub.services.forget_tasks import forget_or_queue
 from memoryhub.services.idempotency import IdempotencyKey, remember_once
-from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
+from memoryhub.services.memories import NewMemory, delete_memories, edit_memory
+from memoryhub.services.repeats import remember_unless_repeated
 from memoryhub.services.write_checks import check_batch_content
 
 from .auth import Scope, resolve_scope
@@ -71,10 +70,8 @@ def _check_payload(payload: dict[str, Any] | None) -> None:
 
 
 def new_memory(fields: MemoryFields) -> NewMemory:
-    """Turn an agent's memory fields into a NewMemory, flagged and tagged at write time."""
+    """Turn an agent's memory fields into a NewMemory (tagged when sealed, memory_rows.py)."""
     _check_payload(fields.payload)
-    # Instruction-like text is still stored, as data: the flag shows it to the user and
-    # recall fences it; it never gains authority anywhere.
     return NewMemory(
         kind=fields.kind,
         content=fields.content,
@@ -82,8 +79,6 @@ def new_memory(fields: MemoryFields) -> NewMemory:
         source=fields.source,
         payload=fields.payload,
         occurred_at=fields.occurred_at,
-        is_flagged=looks_like_instructions(fields.content),
-        personal_data=tuple(sorted(tag_personal_data(fields.content))),
     )
 
 
@@ -97,19 +92,19 @@ def _new_items(scope: Scope, items: list[MemoryFields]) -> list[NewMemory]:
     return [new_memory(fields) for fields in items]
 
 
-def _out(scope: Scope, rows: list[Memory]) -> list[MemoryOut]:
-    cipher = cipher_for(scope.user)
-    return [MemoryOut.of(decrypt_memory(row, cipher)) for row in rows]
+def _out(items: list[MemoryItem]) -> list[MemoryOut]:
+    return [MemoryOut.of(item) for item in items]
 
 
 def remember_items(
     scope: Scope, items: list[MemoryFields], *, embedder: Embedder
 ) -> list[MemoryOut]:
-    """Store the items for the scope's user and mode, all or nothing.
+    """Store the items for the scope's user and mode, all or nothing; an exact repeat of a
+    live memory adds evidence to it instead (its evidence_count is then above 1).
 
     Raises PermissionDeniedError when an agent key claims the user's own word (source "user").
     """
-    rows = remember_many(
+    stored = remember_unless_repeated(
         user=scope.user,
         mode=scope.mode,
         items=_new_items(scope, items),
@@ -117,7 +112,7 @@ def remember_items(
         embedder=embedder,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    return _out(scope, rows)
+    return _out(stored)
 
 
 def remember_items_once(
@@ -149,7 +144,7 @@ def remember_items_once(
         request=request,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    return _out(scope, result.memories), result.is_replay
+    return _out(result.memories), result.is_replay
 
 
 def encode_cursor(item: MemoryItem) -> str:
@@ -237,7 +232,9 @@ def forget_memories(
 def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
     """Remember one item for the user in the mode (confidence medium or above).
 
-    A retry with the same idempotency_key returns the first write with 200.
+    A retry with the same idempotency_key returns the first write with 200. An exact repeat of
+    a current item (same kind, content, payload and occurred_at) stores no copy: that item
+    gains evidence (evidence_count, then confidence) and comes back with 200.
     """
     scope = resolve_scope(request, payload.user, payload.mode)
     items, is_replay = remember_items_once(
@@ -247,7 +244,8 @@ def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
         idempotency_key=payload.idempotency_key,
         is_batch=False,
     )
-    return Status(200 if is_replay else 201, items[0])
+    is_repeat = items[0].evidence_count > 1  # A new memory has one piece of evidence.
+    return Status(200 if is_replay or is_repeat else 201, items[0])
 
 
 @router.post("/memories/batch", response={200: MemoryBatchOut, 201: MemoryBatchOut, **ERRORS})
@@ -293,7 +291,7 @@ def edit_memory_route(
     if payload.content is None and payload.importance is None and payload.payload is None:
         raise InvalidInputError("nothing to change: send content, importance or payload")
     _check_payload(payload.payload)
-    memory = edit_memory(
+    item = edit_memory(
         user=scope.user,
         mode=scope.mode,
         memory_id=memory_id,
@@ -302,13 +300,12 @@ def edit_memory_route(
         content=payload.content,
         importance=payload.importance,
         payload=payload.payload,
-        is_flagged=looks_like_instructions(payload.content) if payload.content else None,
         # The new words are the editor's: an agent's (even over the user's), or the user's own
         # through their personal key.
         source=MemorySource.AGENT if scope.agent else MemorySource.USER,
         agent_id=scope.agent.pk if scope.agent else None,
     )
-    return MemoryOut.of(decrypt_memory(memory, cipher_for(scope.user)))
+    return MemoryOut.of(item)
 
 
 @router.delete("/memories/{memory_id}", response={200: DeletedOut, **ERRORS})

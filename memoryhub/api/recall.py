@@ -14,8 +14,8 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.queries.context import MAX_BUDGET_TOKENS, ContextBundle, assemble_context
-from memoryhub.queries.memories import MemoryItem
 from memoryhub.queries.recall import DEFAULT_MIN_SCORE, MAX_K, MAX_QUERY_CHARS, search_memories
 from memoryhub.services.sessions import get_session
 

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from ninja import Schema
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import ForgetTask
-from memoryhub.queries.memories import MemoryItem
 
 
 def _clean_text(value: str) -> str:
@@ -128,7 +128,14 @@ class UserLinkOut(Schema):
     expires_at: datetime
 
 
+# A field the API does not know is refused (422), never dropped: an agent that sends
+# `confidence: "candidate"` must learn it had no effect.
+STRICT = ConfigDict(extra="forbid")
+
+
 class MemoryFields(Schema):
+    model_config = STRICT
+
     kind: KindName
     content: NonBlankText
     importance: ImportanceName = "normal"
@@ -152,6 +159,8 @@ class MemoryIn(ScopeIn, MemoryFields):
 
 
 class MemoryBatchIn(ScopeIn):
+    model_config = STRICT
+
     items: Annotated[list[MemoryFields], Field(min_length=1, max_length=100)]
     idempotency_key: IdempotencyKeyText | None = None
 
@@ -175,6 +184,8 @@ class MemoryListQuery(ScopeIn):
 
 
 class MemoryPatchIn(Schema):
+    model_config = STRICT
+
     content: NonBlankText | None = None
     importance: ImportanceName | None = None
     payload: dict[str, Any] | None = None

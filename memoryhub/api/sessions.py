@@ -12,10 +12,11 @@ from pydantic import Field
 
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
-from memoryhub.models import Session
+from memoryhub.http import client_ip
+from memoryhub.models import ApiKey, Channel, Session
 from memoryhub.services import sessions
 
-from .auth import Scope, resolve_scope
+from .auth import Scope, request_key, resolve_scope, scope_for_key
 from .schemas import ERRORS, ScopeIn, Text
 
 router = Router(tags=["sessions"])
@@ -71,10 +72,13 @@ class WorkingMemoryOut(Schema):
     expires_at: datetime | None
 
 
-def _scoped_session(request: HttpRequest, session_id: UUID) -> tuple[Scope, Session]:
+def session_scope(
+    api_key: ApiKey, session_id: UUID, *, channel: Channel, ip: str | None
+) -> tuple[Scope, Session]:
+    """The session, and the scope it lives in, if the key reaches it; else NotFoundError."""
     owner = sessions.locate_session(session_id)
     try:
-        scope = resolve_scope(request, str(owner.user_id), owner.mode.slug)
+        scope = scope_for_key(api_key, str(owner.user_id), owner.mode.slug, channel=channel, ip=ip)
     except NotFoundError:
         # Out of the key's reach: say "no such session", not which part failed.
         raise NotFoundError("session not found") from None
@@ -84,17 +88,52 @@ def _scoped_session(request: HttpRequest, session_id: UUID) -> tuple[Scope, Sess
     return scope, session
 
 
-@router.post("/sessions", response={201: SessionOut, **ERRORS}, summary="Start a session")
-def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
-    scope = resolve_scope(request, body.user, body.mode)
+def _scoped_session(request: HttpRequest, session_id: UUID) -> tuple[Scope, Session]:
+    return session_scope(
+        request_key(request), session_id, channel=Channel.API, ip=client_ip(request)
+    )
+
+
+def start_session_for(scope: Scope, *, is_incognito: bool) -> SessionOut:
+    """Open a session for the scope's user and mode, on behalf of the scope's agent."""
     session = sessions.start_session(
         user=scope.user,
         mode=scope.mode,
         actor=scope.actor,
         agent=scope.agent,
-        is_incognito=body.incognito,
+        is_incognito=is_incognito,
     )
-    return Status(201, SessionOut.of(session))
+    return SessionOut.of(session)
+
+
+def add_message_to(scope: Scope, session: Session, message: MessageIn) -> MessageOut:
+    """Append a message to the session's transcript (corrections apply at once)."""
+    added = sessions.add_message(
+        session=session,
+        role=message.role,
+        content=message.content,
+        actor=scope.actor,
+        embedder=default_embedder(),
+    )
+    return MessageOut(
+        id=added.message.pk,
+        seq=added.message.seq,
+        role=added.message.role,
+        is_flagged=added.message.is_flagged,
+        applied_memory_ids=list(added.applied_memory_ids),
+    )
+
+
+def end_session_for(scope: Scope, session: Session) -> SessionOut:
+    """End the session and queue its extraction (ending it again changes nothing)."""
+    return SessionOut.of(sessions.end_session(session=session, actor=scope.actor))
+
+
+@router.post("/sessions", response={201: SessionOut, **ERRORS}, summary="Start a session")
+def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
+    """Open a conversation with the user in the mode; log its messages, then end it."""
+    scope = resolve_scope(request, body.user, body.mode)
+    return Status(201, start_session_for(scope, is_incognito=body.incognito))
 
 
 @router.post(
@@ -103,25 +142,10 @@ def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
     summary="Add a message to a session",
 )
 def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Status[MessageOut]:
+    """Append one message to the transcript; a correction or "remember that" applies at once
+    (`applied_memory_ids`). 404 for a session out of the key's reach."""
     scope, session = _scoped_session(request, session_id)
-    added = sessions.add_message(
-        session=session,
-        role=body.role,
-        content=body.content,
-        actor=scope.actor,
-        embedder=default_embedder(),
-    )
-    message = added.message
-    return Status(
-        201,
-        MessageOut(
-            id=message.pk,
-            seq=message.seq,
-            role=message.role,
-            is_flagged=message.is_flagged,
-            applied_memory_ids=list(added.applied_memory_ids),
-        ),
-    )
+    return Status(201, add_message_to(scope, session, body))
 
 
 @router.post(
@@ -130,8 +154,10 @@ def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Stat
     summary="End a session and queue its extraction",
 )
 def end_session(request: HttpRequest, session_id: UUID) -> SessionOut:
+    """End the session: its extraction is queued (`extraction_status`), or skipped when it is
+    incognito, empty or the user paused memory. Ending it again changes nothing."""
     scope, session = _scoped_session(request, session_id)
-    return SessionOut.of(sessions.end_session(session=session, actor=scope.actor))
+    return end_session_for(scope, session)
 
 
 @router.put(
@@ -142,6 +168,8 @@ def end_session(request: HttpRequest, session_id: UUID) -> SessionOut:
 def put_working_memory(
     request: HttpRequest, session_id: UUID, data: Body[dict[str, Any]]
 ) -> WorkingMemoryOut:
+    """Replace the session's scratch notes (a JSON object, size-capped, encrypted); they expire
+    after a while. 409 once the session has ended."""
     scope, session = _scoped_session(request, session_id)
     memory = sessions.put_working_memory(session=session, data=data, actor=scope.actor)
     return WorkingMemoryOut(
@@ -155,6 +183,7 @@ def put_working_memory(
     summary="Read the session's working memory",
 )
 def get_working_memory(request: HttpRequest, session_id: UUID) -> WorkingMemoryOut:
+    """The session's scratch notes, or `{}` with null times when there are none."""
     scope, session = _scoped_session(request, session_id)
     memory = sessions.get_working_memory(session=session, actor=scope.actor)
     return WorkingMemoryOut(

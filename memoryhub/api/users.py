@@ -8,14 +8,15 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router, Status
 
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, InvalidInputError, PermissionDeniedError
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Mode, User
-from memoryhub.services.audit import record_access
 from memoryhub.services.user_links import has_login, issue_user_link
 from memoryhub.services.users import create_user
 
-from .auth import actor_for_key, resolve_scope
+from .auth import actor_for_key, request_key, resolve_scope, scope_for_key
 from .schemas import ERRORS, UserIn, UserLinkIn, UserLinkOut, UserOut
 
 router = Router(tags=["users"])
@@ -50,10 +51,15 @@ def _is_another_users_id(workspace_id: int, external_id: str) -> bool:
     return User.objects.filter(workspace_id=workspace_id, pk=user_id).exists()
 
 
-@router.post("/users", response={200: UserOut, 201: UserOut, **ERRORS})
-def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]:
-    """Create an end user of the agent's workspace, or return the one with this external_id."""
-    api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
+def create_or_get_user_for_key(
+    api_key: ApiKey, payload: UserIn, *, channel: Channel, ip: str | None
+) -> tuple[UserOut, bool]:
+    """Create an end user of the key's workspace, or find the one with this external_id.
+
+    True when created. Raises PermissionDeniedError for a personal key, InvalidInputError
+    for an email or a blank external_id, ConflictError for an external_id that is another
+    user's UUID, AgentBlockedError when the existing user blocked the agent.
+    """
     if api_key.agent is None:
         raise PermissionDeniedError("only agent keys can create users")
     # Security invariant: an agent never sets a login identity, so an email it sends is refused
@@ -68,30 +74,43 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
     if existing is not None:
         # The same scope rules as every other route: a user who blocked this agent is a 403,
         # not their modes.
-        scope = resolve_scope(request, str(existing.pk))
-        record_access(actor=scope.actor, subject_user_id=existing.pk, action="user.read")
-        return Status(200, user_out(existing))
+        scope = scope_for_key(api_key, str(existing.pk), channel=channel, ip=ip)
+        record_access(actor=scope.actor, subject_user_id=existing.pk, action=AuditAction.USER_READ)
+        return user_out(existing), False
     if _is_another_users_id(workspace.pk, external_id):
         raise ConflictError("external_id is the id of another user of this workspace")
-    actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
+    actor = actor_for_key(api_key, channel=channel, ip=ip)
     # No email, no password: nobody can sign in as this user until a person follows a link.
     user = create_user(
         workspace=workspace,
         external_id=external_id,
         display_name=payload.display_name.strip(),
         created_by_agent=api_key.agent,
+        actor=actor,
     )
-    record_access(actor=actor, subject_user_id=user.pk, action="user.create")
-    return Status(201, user_out(user))
+    return user_out(user), True
+
+
+def read_user(api_key: ApiKey, user_ref: str, *, channel: Channel, ip: str | None) -> UserOut:
+    """One user the key reaches, by external_id or hub UUID; `me` is a personal key's own."""
+    scope = scope_for_key(api_key, user_ref, channel=channel, ip=ip)
+    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action=AuditAction.USER_READ)
+    return user_out(scope.user, shows_login=api_key.agent is None)
+
+
+@router.post("/users", response={200: UserOut, 201: UserOut, **ERRORS})
+def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]:
+    """Create an end user of the agent's workspace, or return the one with this external_id."""
+    user, is_created = create_or_get_user_for_key(
+        request_key(request), payload, channel=Channel.API, ip=client_ip(request)
+    )
+    return Status(201 if is_created else 200, user)
 
 
 @router.get("/users/{external_id}", response={200: UserOut, **ERRORS})
 def get_user(request: HttpRequest, external_id: str) -> UserOut:
     """One end user, by external_id or hub UUID; `me` is a personal key's own user."""
-    scope = resolve_scope(request, external_id)
-    record_access(actor=scope.actor, subject_user_id=scope.user.pk, action="user.read")
-    api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
-    return user_out(scope.user, shows_login=api_key.agent is None)
+    return read_user(request_key(request), external_id, channel=Channel.API, ip=client_ip(request))
 
 
 @router.post("/users/{external_id}/link", response={201: UserLinkOut, **ERRORS})
@@ -104,7 +123,7 @@ def create_user_link(
     It works once, for 24 hours; a newer link replaces it. 409 if the user has a login already,
     403 `not_user_creator` to any agent but the one that created the user.
     """
-    api_key: ApiKey = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth.
+    api_key = request_key(request)
     if api_key.agent is None:
         raise PermissionDeniedError("only agent keys can link users")
     scope = resolve_scope(request, external_id)

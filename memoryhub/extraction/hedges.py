@@ -91,6 +91,11 @@ def is_inside_quote(prefix: str) -> bool:
     )
 
 
+def has_negation(text: str) -> bool:
+    """Say whether the text negates anything ("not", "never", "don't", "ne … pas")."""
+    return _NEGATION.search(straight_apostrophes(text)) is not None
+
+
 def is_negated(segment: str, match: text_patterns.Match[str]) -> bool:
     """Say whether the clause before a rule's trigger negates it ("I don't live in …")."""
     # Only the clause the trigger is in: "Not Alice, my name is Alex" is not a negation.

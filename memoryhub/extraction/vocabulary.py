@@ -103,5 +103,6 @@ NOT_NAMES = frozenset((
     "swedish", "norwegian", "danish", "finnish", "greek", "turkish", "russian", "ukrainian",
     "european", "asian", "african", "jewish", "muslim", "christian", "catholic", "hindu",
     "buddhist", "vegan", "vegetarian", "gay", "trans", "the", "a", "an", "it", "that", "this",
+    "i'd", "i’d", "i'm", "i’m", "i'll", "i’ll", "i've", "i’ve",
 ))
 # fmt: on

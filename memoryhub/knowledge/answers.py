@@ -25,6 +25,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
@@ -40,7 +42,6 @@ from memoryhub.models import (
 )
 from memoryhub.personal_data import scrub_personal_data
 from memoryhub.sealed_tables import ANSWER_TABLE, CANDIDATE_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.quotas import (
     check_answer_quota,
     check_candidate_quota,
@@ -108,7 +109,7 @@ def _enqueue_graph_update(answer_id: UUID) -> None:
 
 
 def _audit_and_record_in_graph(
-    record: AnswerRecord, *, mode: Mode, actor: Actor, action: str
+    record: AnswerRecord, *, mode: Mode, actor: Actor, action: AuditAction
 ) -> None:
     record_access(
         actor=actor,
@@ -339,7 +340,7 @@ def report_answer(
                 findings=findings,
                 confidence=composite,
             )
-        _audit_and_record_in_graph(record, mode=mode, actor=actor, action="answer.report")
+        _audit_and_record_in_graph(record, mode=mode, actor=actor, action=AuditAction.ANSWER_REPORT)
     return AnswerReport(answer=record, candidate=candidate)
 
 
@@ -415,7 +416,9 @@ def record_feedback(
             )
         elif is_down and is_pending and candidate is not None:
             _mark_negative(candidate, user=user, comment=comment, confidence=record.confidence)
-        _audit_and_record_in_graph(record, mode=mode, actor=actor, action="answer.feedback")
+        _audit_and_record_in_graph(
+            record, mode=mode, actor=actor, action=AuditAction.ANSWER_FEEDBACK
+        )
     return AnswerReport(answer=record, candidate=candidate)
 
 
@@ -454,7 +457,7 @@ def propose_knowledge_candidate(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="knowledge.propose",
+            action=AuditAction.KNOWLEDGE_PROPOSE,
             object_ids=[candidate.pk],
             mode=mode.slug,
         )

@@ -15,13 +15,13 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import memories_of, open_payload
 from memoryhub.models import AnswerRecord, KnowledgeChunk, KnowledgeDocument, User, Workspace
-from memoryhub.queries.memories import memories_of
-from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.vector_search import cosine_distance
 
 # Slots whose value is a name of the user (see memoryhub/extraction: "name" is the usual one).
@@ -49,9 +49,7 @@ def known_names_of(*, user: User) -> tuple[str, ...]:
     rows = list(memories_of(user=user, mode=None).filter(slot_hash__in=slot_hashes))
     names = [user.display_name, user.first_name, user.last_name]
     for row in rows:
-        payload = cipher.decrypt_json(
-            row.payload_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="payload"
-        )
+        payload = open_payload(row, cipher)
         value = payload.get("value")
         if isinstance(value, str):
             names.append(value)
@@ -59,7 +57,7 @@ def known_names_of(*, user: User) -> tuple[str, ...]:
         record_access(
             actor=Actor.system("review scrubber"),
             subject_user_id=user.pk,
-            action="review.names_read",
+            action=AuditAction.REVIEW_NAMES_READ,
             object_ids=[row.pk for row in rows],
         )
     return tuple(dict.fromkeys(name.strip() for name in names if name and name.strip()))

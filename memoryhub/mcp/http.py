@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -20,7 +21,7 @@ from memoryhub.api.auth import authenticate_key
 from memoryhub.body_limit import limit_body
 from memoryhub.errors import MemoryHubError, NotAuthenticatedError, RateLimitedError
 from memoryhub.models import ApiKey
-from memoryhub.services.agents import key_owner
+from memoryhub.services.agents import KEY_PREFIX, key_owner
 from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
 from memoryhub.unavailable import (
     DATABASE_UNAVAILABLE_ERRORS,
@@ -29,6 +30,7 @@ from memoryhub.unavailable import (
     log_unavailable,
 )
 
+from .oauth import MCP_PATH, METADATA_PATH, authenticate_access_token, resource_url
 from .server import Caller, build_server
 
 Scope = MutableMapping[str, Any]
@@ -39,20 +41,39 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
 logger = logging.getLogger(__name__)
-MCP_PATH = "/mcp"
 API_KEY_SCOPE_KEY = "memoryhub.api_key"
 
 
+@dataclass(frozen=True)
+class Authenticated:
+    """The caller of one MCP request, and the concurrent-request slot it takes."""
+
+    api_key: ApiKey
+    modes: frozenset[str] | None
+    slot_id: UUID | None
+
+
 @sensitive_variables("authorization", "token")
-def _authenticate(authorization: str, client_ip: str | None) -> tuple[ApiKey, UUID | None]:
-    """The caller's key and the concurrent-request slot it takes (release it when done)."""
+def _authenticate(authorization: str, client_ip: str | None, origin: str) -> Authenticated:
+    """An agent key, a personal key, or an OAuth access token for this endpoint (release the
+    slot when done)."""
     scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise NotAuthenticatedError("missing API key: send Authorization: Bearer <key>")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise NotAuthenticatedError(
+            "missing credentials: send Authorization: Bearer <key or token>"
+        )
     close_old_connections()
     try:
-        api_key = authenticate_key(token, client_ip=client_ip)
-        return api_key, acquire_request_slot(key_owner(api_key))
+        modes: frozenset[str] | None = None
+        if token.startswith(KEY_PREFIX) or not settings.MEMORYHUB_MCP_OAUTH:
+            api_key = authenticate_key(token, client_ip=client_ip)
+        else:
+            access = authenticate_access_token(
+                token, resource=resource_url(origin), client_ip=client_ip
+            )
+            api_key, modes = access.api_key, access.modes
+        return Authenticated(api_key, modes, acquire_request_slot(key_owner(api_key)))
     finally:
         # Runs on asgiref's executor thread, outside Django's request cycle: don't keep it open.
         connection.close()
@@ -69,17 +90,25 @@ def _release(slot_id: UUID | None) -> None:
 
 def _caller_from_request(ctx: Context) -> Caller:
     request = ctx.request_context.request
-    api_key = getattr(request, "scope", {}).get(API_KEY_SCOPE_KEY)
-    if not isinstance(api_key, ApiKey):
+    authenticated = getattr(request, "scope", {}).get(API_KEY_SCOPE_KEY)
+    if not isinstance(authenticated, Authenticated):
         raise NotAuthenticatedError("missing, unknown or revoked API key")
     client = getattr(request, "client", None)
-    return Caller(api_key=api_key, client_ip=client.host if client else None)
+    return Caller(
+        api_key=authenticated.api_key,
+        client_ip=client.host if client else None,
+        modes=authenticated.modes,
+    )
 
 
-async def _send_error(send: Send, exc: MemoryHubError) -> None:
+async def _send_error(send: Send, exc: MemoryHubError, origin: str) -> None:
     extra: list[tuple[bytes, bytes]] = []
     if isinstance(exc, NotAuthenticatedError):
-        extra.append((b"www-authenticate", b"Bearer"))
+        challenge = "Bearer"
+        if settings.MEMORYHUB_MCP_OAUTH:
+            # MCP authorization: where an OAuth client finds the authorization server (RFC 9728).
+            challenge = f'Bearer resource_metadata="{origin}{METADATA_PATH}{MCP_PATH}"'
+        extra.append((b"www-authenticate", challenge.encode()))
     if isinstance(exc, RateLimitedError):
         extra.append((b"retry-after", str(exc.retry_after_seconds).encode()))
     await _send_json(send, exc.status, {"detail": str(exc), "code": exc.code}, extra)
@@ -100,6 +129,13 @@ async def _send_json(
     await send({"type": "http.response.body", "body": body})
 
 
+def _origin(scope: Scope, headers: dict[bytes, bytes]) -> str:
+    # The Host was checked against ALLOWED_HOSTS by the transport security below (DNS
+    # rebinding protection) before any tool runs; a token bound to another host fails anyway.
+    host = headers.get(b"host", b"").decode("latin-1") or "localhost"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
 def _transport_security() -> TransportSecuritySettings:
     # The same Host rules as Django's ALLOWED_HOSTS: this app is served outside Django.
     hosts = [host for host in settings.ALLOWED_HOSTS if host]
@@ -117,7 +153,8 @@ def _transport_security() -> TransportSecuritySettings:
 
 def build_mcp_app() -> ASGIApp:
     """The streamable-HTTP MCP app; every request must carry a valid bearer key."""
-    server = build_server(_caller_from_request)
+    # One server answers every key here: no resource subscriptions (see build_server).
+    server = build_server(_caller_from_request, has_subscriptions=False)
     # Stateless JSON responses: any worker can answer any request, no session affinity needed.
     inner: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -132,23 +169,24 @@ def build_mcp_app() -> ASGIApp:
             return
         headers = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1")
+        origin = _origin(scope, headers)
         client = scope.get("client")
         try:
-            api_key, slot_id = await sync_to_async(_authenticate)(
-                authorization, client[0] if client else None
+            authenticated = await sync_to_async(_authenticate)(
+                authorization, client[0] if client else None, origin
             )
         except MemoryHubError as exc:
-            await _send_error(send, exc)
+            await _send_error(send, exc, origin)
             return
         except DATABASE_UNAVAILABLE_ERRORS as exc:
             log_unavailable(exc)
             await _send_unavailable(send)
             return
         try:
-            await inner({**scope, API_KEY_SCOPE_KEY: api_key}, receive, send)
+            await inner({**scope, API_KEY_SCOPE_KEY: authenticated}, receive, send)
         finally:
             # Also when the client disconnects and the request is cancelled.
-            await asyncio.shield(sync_to_async(_release)(slot_id))
+            await asyncio.shield(sync_to_async(_release)(authenticated.slot_id))
 
     return mcp_app
 

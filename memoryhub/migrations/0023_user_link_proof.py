@@ -6,7 +6,7 @@ import uuid
 import django.db.models.deletion
 from django.db import migrations, models
 
-from memoryhub.services.audit import subject_pseudonym
+from memoryhub.audit.log import subject_pseudonym
 
 BATCH = 1000
 

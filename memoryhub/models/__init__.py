@@ -35,6 +35,7 @@ from .ratelimit import RateLimitWindow
 from .sessions import ExtractionRun, Message, Session
 from .usage import MemoryUsage, RequestSlot
 from .user_links import UserLink
+from .webhooks import WebhookDelivery, WebhookEndpoint
 from .workspace_keys import WorkspaceKey
 from .workspaces import (
     DEFAULT_MODES,
@@ -90,6 +91,8 @@ __all__ = [
     "UserKey",
     "UserLink",
     "UserWriteMark",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "Workspace",
     "WorkspaceKey",
     "WorkspaceNodeType",

@@ -10,16 +10,16 @@ from uuid import UUID
 from django.core.paginator import Paginator
 
 from memoryhub.actors import Actor
-from memoryhub.keyring import cipher_for
-from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
-from memoryhub.queries.memories import memories_of
-from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import (
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import (
     is_mode_pseudonym,
     mode_pseudonym,
     record_access,
     subject_pseudonym,
 )
+from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import memories_of, open_content
+from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
 
 ACTOR_WORDS: dict[str, str] = {
     ActorType.USER: "You",
@@ -29,7 +29,7 @@ ACTOR_WORDS: dict[str, str] = {
     ActorType.SYSTEM: "MemoryHub",
 }
 # The audit action of an agent refused because the user blocked it (memoryhub/api/auth.py).
-REFUSED_ACTION = "access.refused"
+REFUSED_ACTION = AuditAction.ACCESS_REFUSED
 PERSONAL_KEY_PREFIX = "personal-key:"
 # An entry names this many of the items it touched; the rest are counted.
 NAMED_ITEMS = 3
@@ -102,20 +102,19 @@ def _item_names(user: User, rows: list[AuditEntry]) -> dict[UUID, str]:
     if not ids:
         return {}
     # Security invariant: only this user's memories (of any mode) are looked up and decrypted.
-    ciphertexts = dict(
-        memories_of(user=user, mode=None).filter(pk__in=ids).values_list("pk", "content_ciphertext")
-    )
+    kept_rows = {
+        row.pk: row
+        for row in memories_of(user=user, mode=None)
+        .filter(pk__in=ids)
+        .only("id", "content_ciphertext")
+    }
     wanted: list[UUID] = []
     for row in rows:
-        kept = [UUID(i) for i in row.object_ids if _is_kept(i, ciphertexts)]
+        kept = [UUID(i) for i in row.object_ids if _is_kept(i, kept_rows)]
         wanted += kept[:NAMED_ITEMS]
     cipher = cipher_for(user)
     return {
-        memory_id: _shorten(
-            cipher.decrypt(
-                ciphertexts[memory_id], table=MEMORY_TABLE, row_id=memory_id, field="content"
-            )
-        )
+        memory_id: _shorten(open_content(kept_rows[memory_id], cipher))
         for memory_id in dict.fromkeys(wanted)
     }
 
@@ -169,7 +168,10 @@ def list_access_entries(
     }
     if names:
         record_access(
-            actor=actor, subject_user_id=user.pk, action="access_log.view", object_ids=list(names)
+            actor=actor,
+            subject_user_id=user.pk,
+            action=AuditAction.ACCESS_LOG_VIEW,
+            object_ids=list(names),
         )
     return AccessPage(
         entries=tuple(

@@ -12,8 +12,9 @@ from django.db.models import Q, QuerySet
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import mode_pseudonym, record_access, subject_pseudonym
 from memoryhub.models import AuditEntry, User
-from memoryhub.services.audit import mode_pseudonym, record_access, subject_pseudonym
 
 PSEUDONYM_PATTERN = text_patterns.compile(r"^[0-9a-f]{32}$")
 CSV_COLUMNS = (
@@ -69,7 +70,7 @@ def _resolve_subject(user_ref: str) -> tuple[UUID | None, str | None]:
 
 
 def audit_entries(
-    audit_filter: AuditFilter, *, actor: Actor, action: str = "audit.view"
+    audit_filter: AuditFilter, *, actor: Actor, action: AuditAction = AuditAction.AUDIT_VIEW
 ) -> QuerySet[AuditEntry]:
     """Audit rows matching the filter, newest first; the admin's look is itself audited."""
     rows = AuditEntry.objects.order_by("-id")

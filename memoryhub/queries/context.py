@@ -18,9 +18,12 @@ from uuid import UUID
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Agent, Mode, Session, User
 from memoryhub.queries import context_layers as layers
 from memoryhub.queries.context_budget import (
@@ -33,14 +36,14 @@ from memoryhub.queries.context_budget import (
     fit_context,
 )
 from memoryhub.queries.context_layers import Entry
-from memoryhub.queries.memories import MemoryItem, is_memory_in_use
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.recall import decrypt_ranked, rank_memories
 from memoryhub.queries.recall_filter import RecallFilter
 from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
-from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
 from memoryhub.services.write_checks import check_content
+from memoryhub.telemetry import context_result_attributes, traced
 
 __all__ = [
     "MESSAGE_LAYER",
@@ -274,6 +277,7 @@ def _workspace_layers(
     return lists
 
 
+@traced("assemble_context", result_attributes=context_result_attributes)
 def assemble_context(
     *,
     user: User,
@@ -333,10 +337,10 @@ def assemble_context(
     bundle = fit_context(trusted=trusted, lists=lists, message=message, budget=budget)
     used = [memory_id for block in bundle.blocks for memory_id in block.memory_ids]
     object_ids: list[object] = [*used, *([session.pk] if session is not None else [])]
-    audit.record_access(
+    record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="context.assemble",
+        action=AuditAction.CONTEXT_ASSEMBLE,
         object_ids=object_ids,
         mode=mode.slug,
     )

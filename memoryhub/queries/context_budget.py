@@ -6,13 +6,13 @@ layer code in queries/context.py only decides *what* goes in, and this module *h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
 from memoryhub.fencing import fence_untrusted, neutralise
 from memoryhub.queries.context_layers import Entry
-from memoryhub.tokens import Block, count_tokens, count_tokens_many, fit_to_budget
+from memoryhub.tokens import Block, count_tokens, fit_to_budget
 
 MESSAGE_LAYER = 10
 
@@ -99,18 +99,10 @@ def _units(
 
 def _dropped(
     keys: Sequence[str],
-    units: Sequence[Block],
+    tokens: Mapping[str, int],
     trusted: Sequence[TrustedBlock],
     lists: Sequence[ListLayer],
 ) -> list[DroppedEntry]:
-    wanted = [unit for unit in units if unit.key in set(keys)]
-    tokens = dict(
-        zip(
-            [unit.key for unit in wanted],
-            count_tokens_many([unit.text for unit in wanted]),
-            strict=True,
-        )
-    )
     layer_of = {block.key: block.layer for block in trusted}
     entry_of = {entry.key: (layer, entry) for layer in lists for entry in layer.entries}
     dropped = []
@@ -132,6 +124,8 @@ def fit_context(
     The platform rules (not droppable) and the message are always kept; `is_over_budget` says
     when they alone exceed the budget.
     """
+    # Each unit is counted once, here: a trusted block and the message are sent as counted,
+    # and a dropped item reports its count. Only the fenced lists kept are counted again.
     units = _units(trusted, lists, message)
     result = fit_to_budget(units, budget)
     gone = set(result.dropped)
@@ -142,7 +136,7 @@ def fit_context(
             role="system",
             trusted=True,
             text=block.text,
-            tokens=count_tokens(block.text),
+            tokens=result.tokens[block.key],
         )
         for block in trusted
         if block.key not in gone
@@ -174,14 +168,14 @@ def fit_context(
             role="user",
             trusted=True,
             text=message,
-            tokens=count_tokens(message),
+            tokens=result.tokens["message"],
         )
     )
     blocks.sort(key=lambda block: block.layer)  # Stable: blocks of one layer keep their order.
     total = sum(block.tokens for block in blocks)
     return ContextBundle(
         blocks=tuple(blocks),
-        dropped=tuple(_dropped(result.dropped, units, trusted, lists)),
+        dropped=tuple(_dropped(result.dropped, result.tokens, trusted, lists)),
         total_tokens=total,
         budget_tokens=budget,
         is_over_budget=total > budget,

@@ -18,13 +18,14 @@ from django.db.models import Case, IntegerField, Value, When
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
+from memoryhub.graph.queries import graph_insights, insight_lines
 from memoryhub.keyring import UserCipher
 from memoryhub.knowledge.queries import search_knowledge
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.message_rows import open_message
 from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
-from memoryhub.queries.graph import graph_insights, insight_lines
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
 from memoryhub.queries.recall import UNREAD_COLUMNS
-from memoryhub.sealed_tables import MESSAGE_TABLE, SESSION_TABLE, WORKING_MEMORY_FIELD
+from memoryhub.sealed_tables import SESSION_TABLE, WORKING_MEMORY_FIELD
 from memoryhub.vector_search import cosine_distance
 
 PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
@@ -163,9 +164,7 @@ class ThreadMessages:
 
 
 def _message_text(message: Message, cipher: UserCipher) -> str:
-    return cipher.decrypt(
-        message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-    )
+    return open_message(message, cipher)
 
 
 def _message_entry(message: Message, text: str) -> Entry:

@@ -13,9 +13,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.json_stream import Streamed, json_pieces
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.knowledge.export import export_answers, export_candidates
+from memoryhub.memory_rows import decrypt_memory, memories_of, open_version_content
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     AgentBlock,
     ApiKey,
@@ -27,16 +31,12 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.memories import decrypt_memory, memories_of
 from memoryhub.replicas import read_alias_for, read_for_user
 from memoryhub.sealed_tables import (
     JOURNAL_TABLE,
-    MESSAGE_TABLE,
     SESSION_TABLE,
-    VERSION_TABLE,
     WORKING_MEMORY_FIELD,
 )
-from memoryhub.services.audit import record_access
 
 EXPORT_FORMAT = "memoryhub-export/1"
 
@@ -62,12 +62,7 @@ def _versions(
     for version in versions:
         by_memory[version.memory_id].append(
             {
-                "content": cipher.decrypt(
-                    version.content_ciphertext,
-                    table=VERSION_TABLE,
-                    row_id=version.pk,
-                    field="content",
-                ),
+                "content": open_version_content(version, cipher),
                 "changed_by": version.changed_by_type,
                 "reason": version.reason,
                 "changed_at": _when(version.created_at),
@@ -155,12 +150,7 @@ def _sessions(user: User, cipher: UserCipher, using: str) -> dict[int, list[dict
                 "id": str(message.pk),
                 "seq": message.seq,
                 "role": message.role,
-                "content": cipher.decrypt(
-                    message.content_ciphertext,
-                    table=MESSAGE_TABLE,
-                    row_id=message.pk,
-                    field="content",
-                ),
+                "content": open_message(message, cipher),
                 "created_at": _when(message.created_at),
             }
         )
@@ -289,7 +279,7 @@ def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="account.export",
+        action=AuditAction.ACCOUNT_EXPORT,
         object_ids=[mode["slug"] for mode in document["modes"]],
     )
     return document
@@ -314,7 +304,7 @@ def stream_user_data(*, user: User, actor: Actor) -> Iterator[str]:
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="account.export",
+        action=AuditAction.ACCOUNT_EXPORT,
         object_ids=[mode["slug"] for mode in document["modes"]],
     )
     return json_pieces(document)

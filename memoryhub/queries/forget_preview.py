@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
 from memoryhub.models import Memory, MemorySource, MemoryVersion, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, memories_of
-from memoryhub.services.audit import record_access
 from memoryhub.services.forget_cascade import cascade
 from memoryhub.services.forget_selection import ForgetSelector, plan_forget
 
@@ -93,7 +94,7 @@ def preview_forget(
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="forget.preview",
+        action=AuditAction.FORGET_PREVIEW,
         object_ids=[item.id for item in items],
         mode=mode.slug,
     )

@@ -11,6 +11,8 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.models import (
     Confidence,
     ExtractionRun,
@@ -20,7 +22,6 @@ from memoryhub.models import (
     Message,
     User,
 )
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS
 
 TOP_USERS = 50
@@ -123,7 +124,7 @@ def _top_users(recent: datetime) -> tuple[UserHealth, ...]:
 def memory_health(*, actor: Actor, now: datetime | None = None, weeks: int = 8) -> HealthReport:
     """Aggregate the store's KPIs over every user (counts only; nothing is decrypted)."""
     now = now or timezone.now()
-    record_access(actor=actor, subject_user_id=None, action="admin.health")
+    record_access(actor=actor, subject_user_id=None, action=AuditAction.ADMIN_HEALTH)
     memories = Memory.all_owners.all()
     facts = memories.filter(kind__in=LADDER_KINDS)
     # An open contradiction: a candidate whose slot already holds a current value.

@@ -7,11 +7,12 @@ from datetime import datetime
 from uuid import UUID
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
 from memoryhub.sealed_tables import JOURNAL_TABLE
-from memoryhub.services.audit import record_access
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def list_journal(
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="journal.list",
+        action=AuditAction.JOURNAL_LIST,
         object_ids=[item.id for item in items],
         mode=mode.slug,
     )

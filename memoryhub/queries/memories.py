@@ -1,52 +1,29 @@
-"""Scoped memory lookups that decrypt into `MemoryItem` values and audit every read."""
+"""Scoped memory reads that open rows into `MemoryItem` values and audit every read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
-from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import NotFoundError
-from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.models import ActorType, Memory, MemoryQuerySet, MemoryVersion, Mode, User
+from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import (
+    MemoryItem,
+    decrypt_memories,
+    decrypt_memory,
+    get_memory_row,
+    memories_of,
+    open_version_content,
+)
+from memoryhub.models import ActorType, MemoryVersion, Mode, User
 from memoryhub.replicas import read_for_user
-from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
-from memoryhub.services.audit import record_access
-
-
-@dataclass(frozen=True)
-class MemoryItem:
-    """A decrypted memory, safe to hand to templates, schemas and context assembly."""
-
-    id: UUID
-    kind: str
-    content: str
-    payload: dict[str, Any]
-    confidence: str
-    status: str
-    source: str
-    importance: str
-    evidence_count: int
-    personal_data: tuple[str, ...]
-    is_flagged: bool
-    is_dormant: bool
-    mode_id: int
-    session_id: UUID | None
-    created_at: datetime
-    updated_at: datetime
-    occurred_at: datetime | None
-    valid_from: datetime
-    valid_to: datetime | None
-    last_accessed_at: datetime | None
-    access_count: int
-    score: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def is_memory_in_use(*, mode: Mode, actor: Actor) -> bool:
@@ -55,57 +32,6 @@ def is_memory_in_use(*, mode: Mode, actor: Actor) -> bool:
     The user still sees everything of their own in the dashboard.
     """
     return not mode.is_memory_off or actor.actor_type == ActorType.USER
-
-
-def decrypt_memory(memory: Memory, cipher: UserCipher, *, score: float | None = None) -> MemoryItem:
-    """Decrypt one memory row with its owner's cipher."""
-    content = cipher.decrypt(
-        memory.content_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="content"
-    )
-    payload = cipher.decrypt_json(
-        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="payload"
-    )
-    return MemoryItem(
-        id=memory.id,
-        kind=memory.kind,
-        content=content,
-        payload=payload,
-        confidence=memory.confidence,
-        status=memory.status,
-        source=memory.source,
-        importance=memory.importance,
-        evidence_count=memory.evidence_count,
-        personal_data=tuple(memory.personal_data),
-        is_flagged=memory.is_flagged,
-        is_dormant=memory.is_dormant,
-        mode_id=memory.mode_id,
-        session_id=memory.session_id,
-        created_at=memory.created_at,
-        updated_at=memory.updated_at,
-        occurred_at=memory.occurred_at,
-        valid_from=memory.valid_from,
-        valid_to=memory.valid_to,
-        last_accessed_at=memory.last_accessed_at,
-        access_count=memory.access_count,
-        score=score,
-    )
-
-
-def decrypt_memories(memories: Iterable[Memory], cipher: UserCipher) -> list[MemoryItem]:
-    return [decrypt_memory(memory, cipher) for memory in memories]
-
-
-def memories_of(*, user: User, mode: Mode | None) -> MemoryQuerySet:
-    """The scoped queryset every other read starts from (rows only; nothing is decrypted)."""
-    return Memory.objects.for_owner(user=user, mode=mode)
-
-
-def get_memory_row(*, user: User, mode: Mode, memory_id: UUID | str) -> Memory:
-    """One memory row of this user and mode; another owner's id is NotFound, not Forbidden."""
-    try:
-        return memories_of(user=user, mode=mode).get(pk=memory_id)
-    except (Memory.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("memory not found") from None
 
 
 def get_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> MemoryItem:
@@ -120,7 +46,7 @@ def get_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="memory.read",
+        action=AuditAction.MEMORY_READ,
         object_ids=[memory.pk],
         mode=mode.slug,
     )
@@ -136,7 +62,7 @@ def list_memories(
     statuses: Sequence[str] = (),
     limit: int = 50,
     before: datetime | None = None,
-    action: str = "memory.list",
+    action: AuditAction = AuditAction.MEMORY_LIST,
     before_id: UUID | None = None,
 ) -> list[MemoryItem]:
     """Newest-first page of decrypted memories (keyset pagination on created_at, then id)."""
@@ -187,9 +113,7 @@ def list_versions(
     versions = [
         VersionItem(
             id=version.id,
-            content=cipher.decrypt(
-                version.content_ciphertext, table=VERSION_TABLE, row_id=version.id, field="content"
-            ),
+            content=open_version_content(version, cipher),
             changed_by_type=version.changed_by_type,
             changed_by_id=version.changed_by_id,
             reason=version.reason,
@@ -200,7 +124,7 @@ def list_versions(
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="memory.history",
+        action=AuditAction.MEMORY_HISTORY,
         object_ids=[memory.pk],
         mode=mode.slug,
     )

@@ -13,7 +13,11 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import Coalesce
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, get_memory_row, memories_of
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     Confidence,
     Memory,
@@ -26,9 +30,6 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, get_memory_row, memories_of
-from memoryhub.sealed_tables import MESSAGE_TABLE
-from memoryhub.services.audit import record_access
 
 CONFIDENCE_WORDS: dict[str, str] = {
     Confidence.CANDIDATE: "not sure yet",
@@ -277,7 +278,7 @@ def get_overview(
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="dashboard.list",
+        action=AuditAction.DASHBOARD_LIST,
         object_ids=sorted(shown),
         mode=mode.slug,
     )
@@ -374,7 +375,7 @@ def get_item(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> 
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="memory.read",
+        action=AuditAction.MEMORY_READ,
         object_ids=[memory.pk],
         mode=mode.slug,
     )
@@ -429,9 +430,7 @@ def explain_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
         Quote(
             message_id=message.pk,
             role=message.role,
-            text=cipher.decrypt(
-                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-            ),
+            text=open_message(message, cipher),
             created_at=message.created_at,
             session_id=message.session_id,
         )
@@ -450,7 +449,7 @@ def explain_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="memory.provenance",
+        action=AuditAction.MEMORY_PROVENANCE,
         object_ids=[memory.pk, *(q.message_id for q in quotes)],
         mode=mode.slug,
     )

@@ -7,16 +7,13 @@ from dataclasses import dataclass
 from django.db.models import Case, IntegerField, Value, When
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memories, memories_of
 from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
-from memoryhub.queries.memories import (
-    MemoryItem,
-    decrypt_memories,
-    is_memory_in_use,
-    memories_of,
-)
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.replicas import read_for_user
-from memoryhub.services.audit import record_access
 
 PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
 _IMPORTANCE_RANK = Case(
@@ -58,7 +55,7 @@ def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Pr
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="profile.read",
+        action=AuditAction.PROFILE_READ,
         object_ids=[i.id for i in (*profile.facts, *profile.preferences, *profile.procedures)],
         mode=mode.slug,
     )
@@ -75,7 +72,7 @@ def list_open_items(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -
     record_access(
         actor=actor,
         subject_user_id=user.pk,
-        action="open_items.list",
+        action=AuditAction.OPEN_ITEMS_LIST,
         object_ids=[item.id for item in items],
         mode=mode.slug,
     )

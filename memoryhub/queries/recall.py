@@ -32,19 +32,22 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit import log as audit_log
+from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import MemoryItem, decrypt_memory
 from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
-from memoryhub.queries.memories import MemoryItem, decrypt_memory, is_memory_in_use
+from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.query_dates import query_period
 from memoryhub.queries.query_form import is_speculative
 from memoryhub.queries.query_terms import query_names, query_terms
 from memoryhub.queries.recall_filter import NO_FILTER, RecallFilter, candidates, check_filter
 from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
-from memoryhub.services import audit
 from memoryhub.services.access import record_memory_access
+from memoryhub.telemetry import traced
 from memoryhub.vector_search import cosine_distance
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
@@ -361,6 +364,7 @@ def check_query(query: str) -> str:
     return query.strip()
 
 
+@traced("search_memory")
 def search_memories(
     *,
     user: User,
@@ -375,17 +379,25 @@ def search_memories(
     topics: Sequence[str] = (),
     record_access: bool = True,
     min_score: float | None = None,
+    includes_candidates: bool = False,
 ) -> list[MemoryItem]:
     """Return the k memories that best answer the query, best first, each with its score.
 
     With `min_score`, memories scoring under it are left out (an empty list: no close match).
+    `includes_candidates` is for the owner's own search: agents never get candidates.
     An agent gets nothing of a mode whose memory the user turned off.
     Raises InvalidInputError on an empty or oversized query, k outside 1..100 or a bad filter.
     """
     query = check_query(query)
     if not 1 <= k <= MAX_K:
         raise InvalidInputError(f"k must be between 1 and {MAX_K}")
-    recall_filter = RecallFilter(kinds=tuple(kinds), since=since, until=until, topics=tuple(topics))
+    recall_filter = RecallFilter(
+        kinds=tuple(kinds),
+        since=since,
+        until=until,
+        topics=tuple(topics),
+        includes_candidates=includes_candidates,
+    )
     check_filter(recall_filter)
     cipher = cipher_for(user)
     ranked = read_for_user(
@@ -407,8 +419,12 @@ def search_memories(
         ranked = []
     items = decrypt_ranked(ranked, cipher)
     ids = [item.id for item in items]
-    audit.record_access(
-        actor=actor, subject_user_id=user.pk, action="memory.search", object_ids=ids, mode=mode.slug
+    audit_log.record_access(
+        actor=actor,
+        subject_user_id=user.pk,
+        action=AuditAction.MEMORY_SEARCH,
+        object_ids=ids,
+        mode=mode.slug,
     )
     if record_access:
         record_memory_access(ids)

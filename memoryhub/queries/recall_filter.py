@@ -10,8 +10,8 @@ from django.db.models import Q
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
-from memoryhub.models import MemoryKind, MemoryQuerySet, Mode, User
-from memoryhub.queries.memories import memories_of
+from memoryhub.memory_rows import memories_of
+from memoryhub.models import MemoryKind, MemoryQuerySet, MemoryStatus, Mode, User
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,9 @@ class RecallFilter:
     # A memory is about a topic when it holds every word of it; several topics combine with OR.
     topics: tuple[str, ...] = ()
     exclude_ids: tuple[UUID, ...] = ()
+    # The owner searching their own dashboard also finds what waits for their answer
+    # ("not sure yet"). Never set for an agent: candidates are never recalled.
+    includes_candidates: bool = False
 
 
 # No narrowing: every recallable memory of the user's mode is a candidate.
@@ -52,6 +55,10 @@ def candidates(
     # Security invariant: the scope comes from the one scoped door; candidates (confidence
     # "candidate") and superseded or forgotten memories are never recalled.
     queryset = memories_of(user=user, mode=mode).recallable()
+    if recall_filter.includes_candidates:
+        queryset = memories_of(user=user, mode=mode).filter(
+            status__in=[MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
+        )
     if recall_filter.kinds:
         queryset = queryset.filter(kind__in=recall_filter.kinds)
     # A memory's time is when it happened, if known, else when it was learnt.

@@ -9,8 +9,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from memoryhub import text_patterns
 from memoryhub.crypto import normalise_token
 from memoryhub.keyring import TOKEN_PATTERN, UserCipher
+from memoryhub.memory_rows import memories_of
 from memoryhub.models import Mode, User
-from memoryhub.queries.memories import memories_of
 from memoryhub.queries.query_terms import query_names
 
 # A query names a speaker by name; their memories rarely do ("I paint sunsets"). The name is put

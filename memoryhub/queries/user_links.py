@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.models import User, UserLink
-from memoryhub.services.audit import record_access
 
-LIST_ACTION = "admin.user_links"
+LIST_ACTION = AuditAction.ADMIN_USER_LINKS
 
 
 def linked_logins(*, admin: User, actor: Actor) -> QuerySet[UserLink]:

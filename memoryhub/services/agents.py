@@ -11,9 +11,10 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import Agent, ApiKey, Mode, User, Workspace
-from memoryhub.services.audit import record_access
 
 KEY_PREFIX = "mh_"
 
@@ -104,7 +105,7 @@ def revoke_personal_keys(*, user: User, actor: Actor) -> list[ApiKey]:
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="api_key.revoke_all",
+            action=AuditAction.API_KEY_REVOKE_ALL,
             object_ids=[key.pk for key in active],
         )
     return active

@@ -16,12 +16,12 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.message_rows import open_message
 from memoryhub.models import Confidence, Memory, MemoryKind, MemorySource, Message, Session
-from memoryhub.personal_data import tag_personal_data
-from memoryhub.sealed_tables import MESSAGE_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.quotas import lock_usage
@@ -53,9 +53,7 @@ def _sources(messages: list[Message], cipher: UserCipher) -> list[SummarySource]
         SummarySource(
             seq=m.seq,
             role=m.role,
-            content=cipher.decrypt(
-                m.content_ciphertext, table=MESSAGE_TABLE, row_id=m.pk, field="content"
-            ),
+            content=open_message(m, cipher),
             created_at=m.created_at,
         )
         for m in messages
@@ -103,7 +101,7 @@ def compact_session(*, session: Session, embedder: Embedder, keep_recent: int | 
         record_access(
             actor=Actor.system("compaction"),
             subject_user_id=session.user_id,
-            action="session.compact",
+            action=AuditAction.SESSION_COMPACT,
             object_ids=[summary.pk, session.pk],
             mode=session.mode.slug,
         )
@@ -124,7 +122,6 @@ def _create_summary(
         confidence=Confidence.MEDIUM,
         payload=payload,
         occurred_at=session.last_activity_at,
-        personal_data=tuple(sorted(str(c) for c in tag_personal_data(content))),
         idempotency_key=compaction_key(session.pk),
     )
     row = build_memory(

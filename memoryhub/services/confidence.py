@@ -10,13 +10,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import get_memory_row, open_payload, seal_payload
 from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode, User
-from memoryhub.queries.memories import get_memory_row
 from memoryhub.replicas import note_write
-from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.memories import lock_slot
 from memoryhub.services.write_checks import check_writable
 
@@ -96,14 +96,10 @@ def supersede(memories: Sequence[Memory], *, now: Any = None) -> list[UUID]:
 
 def drop_conflict_mark(memory: Memory, cipher: UserCipher) -> None:
     """Remove the pending-conflict mark from a memory's payload (not saved here)."""
-    payload = cipher.decrypt_json(
-        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
-    )
+    payload = open_payload(memory, cipher)
     if CONFLICTS_WITH in payload:
         del payload[CONFLICTS_WITH]
-        memory.payload_ciphertext = cipher.encrypt_json(
-            payload, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
-        )
+        seal_payload(memory, cipher=cipher, payload=payload)
 
 
 def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> Memory:
@@ -146,7 +142,7 @@ def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.confirm",
+            action=AuditAction.MEMORY_CONFIRM,
             object_ids=[memory.pk, *superseded],
             mode=mode.slug,
         )

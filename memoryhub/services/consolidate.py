@@ -20,8 +20,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import MINILM, Embedder, distance_scale
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, open_content
 from memoryhub.models import (
     Confidence,
     Importance,
@@ -32,9 +35,6 @@ from memoryhub.models import (
     Mode,
     User,
 )
-from memoryhub.queries.memories import MemoryItem, decrypt_memory
-from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, status_for
 from memoryhub.services.ingest import cite_messages
 from memoryhub.services.memories import NewMemory, build_memory
@@ -122,6 +122,7 @@ def _write_theme(
         ),
         payload=payload,
         occurred_at=max(i.occurred_at or i.created_at for i in items),
+        # The episodes' tags carry over, with those of the theme's own text (computed when sealed).
         personal_data=tuple(sorted({c for i in items for c in i.personal_data})),
         is_flagged=any(i.is_flagged for i in items),
     )
@@ -249,12 +250,7 @@ def merge_duplicate_facts(*, user: User, mode: Mode) -> list[UUID]:
                 pairs.append((float(scores[offset]), i, j))
     cipher = cipher_for(user)
     involved = {rows[k].pk: rows[k] for _, i, j in pairs for k in (i, j)}
-    words = {
-        pk: tokenize(
-            cipher.decrypt(row.content_ciphertext, table=MEMORY_TABLE, row_id=pk, field="content")
-        )
-        for pk, row in involved.items()
-    }
+    words = {pk: tokenize(open_content(row, cipher)) for pk, row in involved.items()}
     merged: list[UUID] = []
     gone: set[int] = set()
     for _, i, j in sorted(pairs, reverse=True):
@@ -285,7 +281,7 @@ def consolidate_mode(
             record_access(
                 actor=Actor.system("consolidation"),
                 subject_user_id=user.pk,
-                action="memory.consolidate",
+                action=AuditAction.MEMORY_CONSOLIDATE,
                 object_ids=[*(theme.pk for theme in themes), *merged],
                 mode=mode.slug,
             )

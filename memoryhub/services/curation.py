@@ -13,9 +13,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import (
+    MemoryItem,
+    decrypt_memory,
+    get_memory_row,
+    memories_of,
+    open_payload,
+)
 from memoryhub.models import (
     Confidence,
     Memory,
@@ -26,8 +35,6 @@ from memoryhub.models import (
     Session,
     User,
 )
-from memoryhub.queries.memories import decrypt_memory, get_memory_row
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import confirm_memory
 from memoryhub.services.forget import DeletionReceipt, ForgetSelector, forget
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember
@@ -47,7 +54,7 @@ def reject_candidate(*, user: User, mode: Mode, memory_id: UUID | str, actor: Ac
     if not is_candidate(memory):
         raise InvalidInputError("only an item waiting for confirmation can be rejected")
     return delete_memories(
-        user=user, mode=mode, memory_ids=[memory.pk], actor=actor, action="memory.reject"
+        user=user, mode=mode, memory_ids=[memory.pk], actor=actor, action=AuditAction.MEMORY_REJECT
     )
 
 
@@ -67,7 +74,11 @@ def resolve_contradiction(
             raise InvalidInputError("these two items do not contradict each other")
         if is_candidate(drop):
             delete_memories(
-                user=user, mode=mode, memory_ids=[drop.pk], actor=actor, action="memory.reject"
+                user=user,
+                mode=mode,
+                memory_ids=[drop.pk],
+                actor=actor,
+                action=AuditAction.MEMORY_REJECT,
             )
         # Confirming the kept item supersedes whatever else still holds its slot.
         return confirm_memory(user=user, mode=mode, memory_id=keep.pk, actor=actor)
@@ -75,17 +86,17 @@ def resolve_contradiction(
 
 def mark_open_item_done(
     *, user: User, mode: Mode, memory_id: UUID | str, actor: Actor, embedder: Embedder
-) -> Memory:
+) -> MemoryItem:
     """Close an open item: it leaves the open list and context, and stays in history as done."""
     row = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     if row.kind != MemoryKind.OPEN_ITEM:
         raise InvalidInputError("only an open item can be marked done")
     if row.status != MemoryStatus.ACTIVE:
         raise InvalidInputError("this open item is already closed")
-    payload = decrypt_memory(row, cipher_for(user)).payload
+    payload = open_payload(row, cipher_for(user))
     now = timezone.now()
     with transaction.atomic():
-        memory = edit_memory(
+        item = edit_memory(
             user=user,
             mode=mode,
             memory_id=row.pk,
@@ -94,10 +105,10 @@ def mark_open_item_done(
             payload={**payload, "status": "done", "done_at": now.isoformat()},
         )
         # "Superseded" is the status of anything no longer current; recall reads active only.
-        memory.status = MemoryStatus.SUPERSEDED
-        memory.valid_to = now
-        memory.save(update_fields=["status", "valid_to"])
-    return memory
+        memories_of(user=user, mode=mode).filter(pk=row.pk).update(
+            status=MemoryStatus.SUPERSEDED, valid_to=now
+        )
+    return replace(item, status=MemoryStatus.SUPERSEDED, valid_to=now)
 
 
 def copy_to_mode(
@@ -108,7 +119,7 @@ def copy_to_mode(
     target_mode: Mode,
     actor: Actor,
     embedder: Embedder,
-) -> Memory:
+) -> MemoryItem:
     """Copy one item into another mode of the same user (modes never share items otherwise)."""
     if target_mode.user_id != user.pk:
         raise NotFoundError("mode not found")
@@ -140,8 +151,8 @@ def copy_to_mode(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.copy",
-            object_ids=[item.id, copy.pk],
+            action=AuditAction.MEMORY_COPY,
+            object_ids=[item.id, copy.id],
             mode=target_mode.slug,
         )
     return copy

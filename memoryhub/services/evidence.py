@@ -13,16 +13,17 @@ from django.utils import timezone
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ContentTooLargeError, InvalidInputError
 from memoryhub.extraction import ExtractedItem, Transcript
 from memoryhub.extraction.base import normalise_text
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import open_content, open_payload
 from memoryhub.models import Confidence, Memory, MemorySource, Session
 from memoryhub.personal_data import tag_personal_data
-from memoryhub.sealed_tables import MEMORY_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.confidence import (
     CONFLICTS_WITH,
     LADDER_KINDS,
@@ -126,7 +127,7 @@ def store_items(
             record_access(
                 actor=actor,
                 subject_user_id=session.user_id,
-                action="memory.extract",
+                action=AuditAction.MEMORY_EXTRACT,
                 object_ids=touched,
                 mode=session.mode.slug,
             )
@@ -216,12 +217,8 @@ def cite_messages(memory: Memory, message_ids: Sequence[str | UUID]) -> None:
 
 def _has_same_value(row: Memory, item: ExtractedItem, cipher: UserCipher) -> bool:
     """Say whether a memory of the item's slot holds the same value ("Lyon" = "lives in Lyon")."""
-    payload = cipher.decrypt_json(
-        row.payload_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="payload"
-    )
-    content = normalise_text(
-        cipher.decrypt(row.content_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="content")
-    )
+    payload = open_payload(row, cipher)
+    content = normalise_text(open_content(row, cipher))
     if normalise_text(item.content) == content:
         return True
     if not item.value:
@@ -318,7 +315,6 @@ def _create(
     elif conflicting:
         supersedes = conflicting[0]
         batch.superseded += supersede(conflicting)
-    categories = tag_personal_data(item.content, slot=item.slot) | tag_personal_data(item.quote)
     new = NewMemory(
         kind=item.kind,
         content=item.content,
@@ -329,8 +325,8 @@ def _create(
         status=status_for(confidence),
         occurred_at=_occurred_at(batch, item),
         slot=item.slot,
-        personal_data=tuple(sorted(str(category) for category in categories)),
-        is_flagged=looks_like_instructions(item.content),
+        # The text's own tags are computed when it is sealed; the quote's are known here.
+        personal_data=tuple(sorted(str(category) for category in tag_personal_data(item.quote))),
     )
     row = build_memory(
         new,

@@ -19,7 +19,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access, subject_pseudonym
 from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.graph import forget_user_data as forget_graph_data
 from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
 from memoryhub.knowledge.forget import forget_user_data as forget_knowledge_data
 from memoryhub.models import (
@@ -37,10 +40,8 @@ from memoryhub.models import (
     User,
 )
 from memoryhub.replicas import note_write
-from memoryhub.services.audit import record_access, subject_pseudonym
 from memoryhub.services.forget_cascade import cascade, regenerate, restore, weaken
 from memoryhub.services.forget_selection import ForgetPlan, ForgetSelector, plan_forget
-from memoryhub.services.graph import forget_user_data as forget_graph_data
 from memoryhub.services.quotas import lock_usage
 
 __all__ = [
@@ -114,7 +115,7 @@ def forget(
     selector: ForgetSelector,
     actor: Actor,
     embedder: Embedder | None = None,
-    action: str = "memory.forget",
+    action: AuditAction = AuditAction.MEMORY_FORGET,
 ) -> DeletionReceipt:
     """Delete for good what the selector picks in this mode, and what was derived from it.
 
@@ -244,4 +245,10 @@ def delete_account(*, user: User, actor: Actor) -> None:
         # The user may be the actor: log them under the same pseudonym as the subject.
         if actor.actor_type == ActorType.USER and actor.actor_id == str(user_id):
             actor = replace(actor, actor_id=subject_pseudonym(user_id))
-        record_access(actor=actor, subject_user_id=user_id, action="account.delete")
+        # The user is gone when the change is announced: name its workspace (webhooks).
+        record_access(
+            actor=actor,
+            subject_user_id=user_id,
+            action=AuditAction.ACCOUNT_DELETE,
+            workspace_id=user.workspace_id,
+        )

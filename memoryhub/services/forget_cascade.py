@@ -9,9 +9,16 @@ from django.utils import timezone
 
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
+from memoryhub.memory_rows import (
+    decrypt_memory,
+    open_payload,
+    open_version_content,
+    open_version_payload,
+    seal_content,
+    seal_payload,
+)
+from memoryhub.message_rows import open_message
 from memoryhub.models import Memory, MemoryKind, MemoryStatus, MemoryVersion, Message, Mode, User
-from memoryhub.queries.memories import decrypt_memory
-from memoryhub.sealed_tables import MEMORY_TABLE, MESSAGE_TABLE, VERSION_TABLE
 from memoryhub.services.forget_selection import ForgetPlan, is_generated
 from memoryhub.services.summaries import (
     COMPACTION_GENERATOR,
@@ -143,17 +150,13 @@ def regenerate(memory: Memory, *, cipher: UserCipher, embedder: Embedder) -> Non
             SummarySource(
                 seq=m.seq,
                 role=m.role,
-                content=cipher.decrypt(
-                    m.content_ciphertext, table=MESSAGE_TABLE, row_id=m.pk, field="content"
-                ),
+                content=open_message(m, cipher),
                 created_at=m.created_at,
             )
             for m in messages
         ]
         content = compose_compaction(sources)
-        old = cipher.decrypt_json(
-            memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
-        )
+        old = open_payload(memory, cipher)
         payload = {**old, "through_seq": sources[-1].seq}
     rewrite_summary(
         memory,
@@ -167,34 +170,17 @@ def regenerate(memory: Memory, *, cipher: UserCipher, embedder: Embedder) -> Non
 
 def restore(memory: Memory, version: MemoryVersion, cipher: UserCipher, embedder: Embedder) -> None:
     """Put back the content a memory had before an edit that is being forgotten."""
-    content = cipher.decrypt(
-        version.content_ciphertext, table=VERSION_TABLE, row_id=version.pk, field="content"
+    content = open_version_content(version, cipher)
+    fields = seal_content(
+        memory,
+        cipher=cipher,
+        content=content,
+        embedding=embedder.embed([content])[0],
+        embedding_model=embedder.name,
     )
-    payload = cipher.decrypt_json(
-        version.payload_ciphertext, table=VERSION_TABLE, row_id=version.pk, field="payload"
-    )
-    memory.content_ciphertext = cipher.encrypt(
-        content, table=MEMORY_TABLE, row_id=memory.pk, field="content"
-    )
-    memory.payload_ciphertext = (
-        cipher.encrypt_json(payload, table=MEMORY_TABLE, row_id=memory.pk, field="payload")
-        if payload
-        else None
-    )
-    memory.blind_tokens = cipher.memory_index(content)
-    memory.embedding = embedder.embed([content])[0]
-    memory.embedding_model = embedder.name
+    fields += seal_payload(memory, cipher=cipher, payload=open_version_payload(version, cipher))
     memory.updated_at = timezone.now()
-    memory.save(
-        update_fields=[
-            "content_ciphertext",
-            "payload_ciphertext",
-            "blind_tokens",
-            "embedding",
-            "embedding_model",
-            "updated_at",
-        ]
-    )
+    memory.save(update_fields=[*fields, "updated_at"])
 
 
 def weaken(memory: Memory, *, lost: int, plan: ForgetPlan, cipher: UserCipher) -> None:
@@ -205,9 +191,7 @@ def weaken(memory: Memory, *, lost: int, plan: ForgetPlan, cipher: UserCipher) -
     """
     memory.evidence_count = max(1, memory.evidence_count - lost)
     fields = ["evidence_count"]
-    payload = cipher.decrypt_json(
-        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
-    )
+    payload = open_payload(memory, cipher)
     quoted = (
         {str(i) for i in payload.get("message_ids", [])} if isinstance(payload, dict) else set()
     )
@@ -215,8 +199,5 @@ def weaken(memory: Memory, *, lost: int, plan: ForgetPlan, cipher: UserCipher) -
     if quoted & forgotten:
         payload["message_ids"] = sorted(quoted - forgotten)
         payload.pop("quote", None)
-        memory.payload_ciphertext = cipher.encrypt_json(
-            payload, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
-        )
-        fields.append("payload_ciphertext")
+        fields += seal_payload(memory, cipher=cipher, payload=payload)
     memory.save(update_fields=fields)

@@ -14,6 +14,8 @@ from django.db.models import Q
 from memoryhub.embeddings import Embedder, calibrated_cosine
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
+from memoryhub.memory_rows import open_payload, open_version_content
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     JournalEntry,
     Memory,
@@ -26,10 +28,7 @@ from memoryhub.models import (
 )
 from memoryhub.sealed_tables import (
     JOURNAL_TABLE,
-    MEMORY_TABLE,
-    MESSAGE_TABLE,
     SESSION_TABLE,
-    VERSION_TABLE,
     WORKING_MEMORY_FIELD,
 )
 from memoryhub.services.summaries import COMMON_WORDS, COMPACTION_GENERATOR, THEME_GENERATOR
@@ -186,9 +185,7 @@ def _select_memories(
     blind = [cipher.blind_tokens(word)[0] for word in sorted(words)]
     chosen = set(memories.filter(blind_tokens__contains=blind).values_list("pk", flat=True))
     for row in memories.exclude(pk__in=chosen).exclude(payload_ciphertext=None):
-        payload = cipher.decrypt_json(
-            row.payload_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="payload"
-        )
+        payload = open_payload(row, cipher)
         if _payload_mentions(payload, words):
             chosen.add(row.pk)
     return _drop_generated(chosen, memories, cipher)
@@ -233,12 +230,7 @@ def _select_messages(
     return {
         message.pk
         for message in messages.only("pk", "content_ciphertext")
-        if _mentions(
-            cipher.decrypt(
-                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-            ),
-            words,
-        )
+        if _mentions(open_message(message, cipher), words)
     }
 
 
@@ -325,18 +317,13 @@ def _select_history(
     if not (selector.topic or selector.query):
         return
     texts = {
-        v.pk: cipher.decrypt(
-            v.content_ciphertext, table=VERSION_TABLE, row_id=v.pk, field="content"
-        )
-        for v in versions.exclude(pk__in=plan.version_ids)
+        v.pk: open_version_content(v, cipher) for v in versions.exclude(pk__in=plan.version_ids)
     }
     plan.version_ids.update(select_texts(selector, texts, embedder))
 
 
 def is_generated(memory: Memory, cipher: UserCipher, generator: str) -> bool:
-    payload = cipher.decrypt_json(
-        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.pk, field="payload"
-    )
+    payload = open_payload(memory, cipher)
     return isinstance(payload, dict) and payload.get("generated_by") == generator
 
 

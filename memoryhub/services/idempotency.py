@@ -16,12 +16,15 @@ from django.utils import timezone
 
 from memoryhub import crypto
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, IdempotencyKeyReusedError
 from memoryhub.keyring import cipher_for
-from memoryhub.models import IdempotentWrite, Memory, MemoryStatus, Mode, User
-from memoryhub.services.audit import record_access
-from memoryhub.services.memories import NewMemory, remember_many
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.models import IdempotentWrite, MemoryStatus, Mode, User
+from memoryhub.services.memories import NewMemory
+from memoryhub.services.repeats import remember_unless_repeated
 from memoryhub.sweeping import delete_oldest_in_batches
 
 UNIQUE_CONSTRAINT = "idempotent_write_unique"
@@ -44,7 +47,7 @@ class IdempotencyKey:
 class Remembered:
     """The memories a write stored, and whether they come from an earlier write (a retry)."""
 
-    memories: list[Memory]
+    memories: list[MemoryItem]
     is_replay: bool
 
 
@@ -72,7 +75,7 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
         )
     rows = {
         row.pk: row
-        for row in Memory.objects.for_owner(user=user, mode=mode)
+        for row in memories_of(user=user, mode=mode)
         .filter(pk__in=first.memory_ids)
         .exclude(status=MemoryStatus.FORGOTTEN)
     }
@@ -81,9 +84,16 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
         raise ConflictError("what was written with this idempotency_key has been deleted since")
     ids: list[UUID] = list(first.memory_ids)
     record_access(
-        actor=actor, subject_user_id=user.pk, action="memory.read", object_ids=ids, mode=mode.slug
+        actor=actor,
+        subject_user_id=user.pk,
+        action=AuditAction.MEMORY_READ,
+        object_ids=ids,
+        mode=mode.slug,
     )
-    return Remembered(memories=[rows[memory_id] for memory_id in ids], is_replay=True)
+    cipher = cipher_for(user)
+    return Remembered(
+        memories=[decrypt_memory(rows[memory_id], cipher) for memory_id in ids], is_replay=True
+    )
 
 
 def _is_key_taken(error: IntegrityError) -> bool:
@@ -107,6 +117,7 @@ def remember_once(
     `request` is the JSON form of what was asked (items, batch or not); a retry must ask the
     same for the same user and mode. Raises IdempotencyKeyReusedError (the key came with
     another request), ConflictError (what it wrote was deleted since) and remember_many's errors.
+    A new key with the words of a current memory adds evidence to it (services/repeats.py).
     """
     claim = IdempotentWrite(
         owner=idempotency.owner,
@@ -119,7 +130,7 @@ def remember_once(
     if earlier is not None:
         return earlier
     try:
-        rows = remember_many(
+        stored = remember_unless_repeated(
             user=user,
             mode=mode,
             items=items,
@@ -137,7 +148,7 @@ def remember_once(
         if earlier is None:
             raise
         return earlier
-    return Remembered(memories=rows, is_replay=False)
+    return Remembered(memories=stored, is_replay=False)
 
 
 def sweep_idempotency_keys(*, now: datetime | None = None) -> int:

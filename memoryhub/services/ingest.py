@@ -19,6 +19,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
     ConflictError,
@@ -38,8 +40,8 @@ from memoryhub.extraction import (
 )
 from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.extraction.offline import OfflineExtractor
-from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
+from memoryhub.message_rows import open_message
 from memoryhub.models import (
     Confidence,
     ExtractionRun,
@@ -49,14 +51,12 @@ from memoryhub.models import (
     Session,
     Workspace,
 )
-from memoryhub.personal_data import tag_personal_data
-from memoryhub.sealed_tables import MESSAGE_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.evidence import cite_messages as cite_messages
 from memoryhub.services.evidence import store_items
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.quotas import is_within_memory_quota, stored_size
 from memoryhub.services.write_checks import check_content
+from memoryhub.telemetry import extraction_result_attributes, traced
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +82,7 @@ def load_transcript(session: Session) -> Transcript:
         TranscriptMessage(
             id=str(message.pk),
             role="user" if message.role == Message.Role.USER else "assistant",
-            content=cipher.decrypt(
-                message.content_ciphertext, table=MESSAGE_TABLE, row_id=message.pk, field="content"
-            ),
+            content=open_message(message, cipher),
             created_at=message.created_at,
         )
         for message in session.messages.order_by("seq")
@@ -144,6 +142,7 @@ def choose_extractor(workspace: Workspace) -> ExtractorChoice:
     )
 
 
+@traced("extract_memories", result_attributes=extraction_result_attributes)
 def run_extraction(
     *,
     session_id: UUID | str,
@@ -195,7 +194,7 @@ def run_extraction(
             record_access(
                 actor=actor,
                 subject_user_id=session_row.user_id,
-                action="transcript.sent_to_llm",
+                action=AuditAction.TRANSCRIPT_SENT_TO_LLM,
                 object_ids=[message.id for message in transcript.messages],
                 mode=session_row.mode.slug,
             )
@@ -301,7 +300,7 @@ def _finish_run(
             record_access(
                 actor=actor,
                 subject_user_id=session.user_id,
-                action="memory.create",
+                action=AuditAction.MEMORY_CREATE,
                 object_ids=[summary_id],
                 mode=session.mode.slug,
             )
@@ -331,8 +330,6 @@ def _store_summary(
             "extractor": result.extractor,
         },
         occurred_at=session.ended_at or session.last_activity_at,
-        personal_data=tuple(sorted(str(category) for category in tag_personal_data(text))),
-        is_flagged=looks_like_instructions(text),
     )
     row = build_memory(
         item,

@@ -8,11 +8,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Agent, JournalEntry, Mode, User
 from memoryhub.sealed_tables import JOURNAL_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.quotas import check_memory_quota, lock_usage
 from memoryhub.services.write_checks import check_content, check_writable
 
@@ -83,7 +84,7 @@ def add_journal_entry(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="journal.create",
+            action=AuditAction.JOURNAL_CREATE,
             object_ids=[entry.pk],
             mode=mode.slug,
         )
@@ -106,7 +107,7 @@ def _reused(entry: JournalEntry, *, mode: Mode, actor: Actor) -> JournalEntry:
     record_access(
         actor=actor,
         subject_user_id=entry.user_id,
-        action="journal.read",
+        action=AuditAction.JOURNAL_READ,
         object_ids=[entry.pk],
         mode=mode.slug,
     )
@@ -131,7 +132,7 @@ def resolve_journal_entry(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="journal.resolve",
+            action=AuditAction.JOURNAL_RESOLVE,
             object_ids=[entry.pk],
             mode=mode.slug,
         )

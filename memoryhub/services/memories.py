@@ -12,11 +12,23 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
     InvalidInputError,
 )
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import (
+    MemoryItem,
+    get_memory_row,
+    item_of,
+    keep_version,
+    open_content,
+    open_payload,
+    seal_content,
+    seal_payload,
+)
 from memoryhub.models import (
     ActorType,
     Confidence,
@@ -26,14 +38,10 @@ from memoryhub.models import (
     MemoryKind,
     MemorySource,
     MemoryStatus,
-    MemoryVersion,
     Mode,
     User,
 )
-from memoryhub.queries.memories import get_memory_row
 from memoryhub.replicas import note_write
-from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
-from memoryhub.services.audit import record_access
 from memoryhub.services.forget import ForgetSelector, forget
 from memoryhub.services.quotas import check_memory_quota, lock_usage, stored_size
 from memoryhub.services.write_checks import check_content, check_writable
@@ -60,6 +68,7 @@ class NewMemory:
     occurred_at: datetime | None = None
     created_at: datetime | None = None
     slot: str | None = None
+    # Tags known from outside the text (the text's own are computed when it is sealed).
     personal_data: tuple[str, ...] = ()
     is_flagged: bool = False
     idempotency_key: str | None = None
@@ -86,7 +95,7 @@ def build_memory(
     session_id: UUID | None = None,
     agent_id: UUID | None = None,
 ) -> Memory:
-    """Validate and encrypt one memory into an unsaved row (no database access).
+    """Validate and seal one memory into an unsaved row (no database access).
 
     `embedding_model` names the model that made `embedding` (required with one).
     """
@@ -100,32 +109,16 @@ def build_memory(
     if item.payload is not None and not isinstance(item.payload, dict):
         raise InvalidInputError("payload must be a JSON object")
     now = timezone.now()
-    memory_id = uuid4()
-    payload_ct = (
-        cipher.encrypt_json(item.payload, table=MEMORY_TABLE, row_id=memory_id, field="payload")
-        if item.payload
-        else None
-    )
-    # Security invariant: only ciphertext reaches the ORM; the blind index holds keyed hashes.
-    return Memory(
-        id=memory_id,
+    memory = Memory(
+        id=uuid4(),
         user=user,
         mode=mode,
         kind=item.kind,
-        content_ciphertext=cipher.encrypt(
-            content, table=MEMORY_TABLE, row_id=memory_id, field="content"
-        ),
-        payload_ciphertext=payload_ct,
         confidence=confidence,
         status=item.status,
         source=item.source,
         importance=item.importance,
         slot_hash=cipher.slot_hash(item.slot) if item.slot else "",
-        personal_data=sorted(set(item.personal_data)),
-        is_flagged=item.is_flagged,
-        blind_tokens=cipher.memory_index(content),
-        embedding=embedding,
-        embedding_model=embedding_model,
         created_at=item.created_at or now,
         updated_at=now,
         occurred_at=item.occurred_at,
@@ -134,6 +127,18 @@ def build_memory(
         agent_id=agent_id,
         idempotency_key=item.idempotency_key,
     )
+    seal_content(
+        memory,
+        cipher=cipher,
+        content=content,
+        embedding=embedding,
+        embedding_model=embedding_model,
+        slot=item.slot,
+        known_personal_data=item.personal_data,
+        is_known_flagged=item.is_flagged,
+    )
+    seal_payload(memory, cipher=cipher, payload=item.payload)
+    return memory
 
 
 def lock_slot(*, user: User, mode: Mode, slot_hash: str) -> None:
@@ -160,7 +165,7 @@ def remember_many(
     agent_id: UUID | None = None,
     source_message_ids: Sequence[UUID] = (),
     idempotent_write: IdempotentWrite | None = None,
-) -> list[Memory]:
+) -> list[MemoryItem]:
     """Store several memories at once, all or nothing (one embedding batch, one insert).
 
     `idempotent_write` (services/idempotency.py) is saved with the memories' ids, first, so
@@ -206,43 +211,24 @@ def remember_many(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.create",
+            action=AuditAction.MEMORY_CREATE,
             object_ids=[row.id for row in rows],
             mode=mode.slug,
         )
-    return rows
+    # The items come from the plaintext at hand: nothing just sealed is opened again.
+    return [
+        item_of(row, content=content, payload=item.payload)
+        for row, content, item in zip(rows, contents, items, strict=True)
+    ]
 
 
 def remember(
     *, user: User, mode: Mode, item: NewMemory, actor: Actor, embedder: Embedder, **kwargs: Any
-) -> Memory:
+) -> MemoryItem:
     """Store one memory; see `remember_many`."""
     return remember_many(
         user=user, mode=mode, items=[item], actor=actor, embedder=embedder, **kwargs
     )[0]
-
-
-def _keep_version(memory: Memory, cipher: UserCipher, actor: Actor, reason: str) -> MemoryVersion:
-    version_id = uuid4()
-    old_content = cipher.decrypt(
-        memory.content_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="content"
-    )
-    old_payload = cipher.decrypt_json(
-        memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="payload"
-    )
-    return MemoryVersion.objects.create(
-        id=version_id,
-        memory=memory,
-        content_ciphertext=cipher.encrypt(
-            old_content, table=VERSION_TABLE, row_id=version_id, field="content"
-        ),
-        payload_ciphertext=cipher.encrypt_json(
-            old_payload, table=VERSION_TABLE, row_id=version_id, field="payload"
-        ),
-        changed_by_type=actor.actor_type,
-        changed_by_id=actor.actor_id,
-        reason=reason,
-    )
 
 
 _CONFIDENCE_RANK = {Confidence.CANDIDATE: 0, Confidence.MEDIUM: 1, Confidence.HIGH: 2}
@@ -275,18 +261,22 @@ def edit_memory(
     importance: str | None = None,
     payload: dict[str, Any] | None = None,
     confidence: str | None = None,
-    is_flagged: bool | None = None,
     source: str | None = None,
     agent_id: UUID | None = None,
-) -> Memory:
+) -> MemoryItem:
     """Change a memory, keeping its previous content as a version.
 
-    New content or payload is the editor's word: `source` (by default "agent" for an agent
-    actor, else unchanged) and `agent_id` become the memory's provenance.
+    New content is sealed anew, tags and all (memory_rows.seal_content). New content or
+    payload is the editor's word: `source` (by default "agent" for an agent actor, else
+    unchanged) and `agent_id` become the memory's provenance.
     """
     check_writable(user, actor, mode)
     if source is None and actor.actor_type == ActorType.AGENT:
         source = MemorySource.AGENT
+    if payload is not None and not isinstance(payload, dict):
+        raise InvalidInputError("payload must be a JSON object")
+    if content is not None:
+        content = check_content(content)
     cipher = cipher_for(user)
     with transaction.atomic():
         lock_usage(user.pk)  # Before the memory row: see quotas.lock_usage.
@@ -295,32 +285,34 @@ def edit_memory(
         fields = ["updated_at"]
         size_before = stored_size(memory)
         if content is not None or payload is not None:
-            _keep_version(memory, cipher, actor, reason="edit")
+            keep_version(
+                memory,
+                cipher=cipher,
+                changed_by_type=actor.actor_type,
+                changed_by_id=actor.actor_id,
+                reason="edit",
+            )
+        text = content if content is not None else open_content(memory, cipher)
+        data = payload if payload is not None else open_payload(memory, cipher)
         if content is not None:
-            content = check_content(content)
-            memory.content_ciphertext = cipher.encrypt(
-                content, table=MEMORY_TABLE, row_id=memory.id, field="content"
+            # The slot an extraction filled is in the payload; it tags the text as before.
+            slot = data.get("slot")
+            fields += seal_content(
+                memory,
+                cipher=cipher,
+                content=content,
+                embedding=embedder.embed([content])[0],
+                embedding_model=embedder.name,
+                slot=slot if isinstance(slot, str) else None,
             )
-            memory.blind_tokens = cipher.memory_index(content)
-            memory.embedding = embedder.embed([content])[0]
-            memory.embedding_model = embedder.name
-            fields += ["content_ciphertext", "blind_tokens", "embedding", "embedding_model"]
         if payload is not None:
-            if not isinstance(payload, dict):
-                raise InvalidInputError("payload must be a JSON object")
-            memory.payload_ciphertext = cipher.encrypt_json(
-                payload, table=MEMORY_TABLE, row_id=memory.id, field="payload"
-            )
-            fields.append("payload_ciphertext")
+            fields += seal_payload(memory, cipher=cipher, payload=payload)
         if importance is not None:
             memory.importance = _choice(importance, Importance, "importance")
             fields.append("importance")
         if confidence is not None:
             memory.confidence = _choice(confidence, Confidence, "confidence")
             fields.append("confidence")
-        if is_flagged is not None:
-            memory.is_flagged = is_flagged
-            fields.append("is_flagged")
         if source is not None and (content is not None or payload is not None):
             fields += _take_provenance(memory, source=source, agent_id=agent_id)
         # A longer text takes more of the byte quotas; the memory count does not change.
@@ -331,11 +323,11 @@ def edit_memory(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.edit",
+            action=AuditAction.MEMORY_EDIT,
             object_ids=[memory.pk],
             mode=mode.slug,
         )
-    return memory
+    return item_of(memory, content=text, payload=data)
 
 
 def delete_memories(
@@ -344,7 +336,7 @@ def delete_memories(
     mode: Mode,
     memory_ids: Sequence[UUID | str],
     actor: Actor,
-    action: str = "memory.delete",
+    action: AuditAction = AuditAction.MEMORY_DELETE,
 ) -> int:
     """Delete memories of this user and mode for good, with everything derived from them.
 

@@ -7,9 +7,10 @@ from uuid import UUID
 from django.db import transaction
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.models import Agent, AgentBlock, Mode, User
-from memoryhub.services.audit import record_access
 
 # Ten years: beyond this a retention limit is "keep", and a typo of extra zeros is refused.
 MAX_RETENTION_DAYS = 3650
@@ -23,7 +24,7 @@ def set_memory_paused(*, user: User, is_paused: bool, actor: Actor) -> User:
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="memory.pause" if is_paused else "memory.resume",
+            action=AuditAction.MEMORY_PAUSE if is_paused else AuditAction.MEMORY_RESUME,
         )
     return user
 
@@ -41,7 +42,7 @@ def set_mode_memory_off(*, user: User, mode: Mode, is_off: bool, actor: Actor) -
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="mode.memory_off" if is_off else "mode.memory_on",
+            action=AuditAction.MODE_MEMORY_OFF if is_off else AuditAction.MODE_MEMORY_ON,
             mode=mode.slug,
         )
     return mode
@@ -57,7 +58,7 @@ def set_retention(*, user: User, retention_days: int | None, actor: Actor) -> Us
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="settings.retention",
+            action=AuditAction.SETTINGS_RETENTION,
             object_ids=[retention_days or "keep"],
         )
     return user
@@ -76,7 +77,10 @@ def block_agent(*, user: User, agent: Agent, actor: Actor) -> AgentBlock:
     with transaction.atomic():
         block, _ = AgentBlock.objects.get_or_create(user=user, agent=agent)
         record_access(
-            actor=actor, subject_user_id=user.pk, action="agent.block", object_ids=[agent.pk]
+            actor=actor,
+            subject_user_id=user.pk,
+            action=AuditAction.AGENT_BLOCK,
+            object_ids=[agent.pk],
         )
     return block
 
@@ -86,6 +90,9 @@ def unblock_agent(*, user: User, agent: Agent, actor: Actor) -> int:
     with transaction.atomic():
         deleted, _ = AgentBlock.objects.filter(user=user, agent=agent).delete()
         record_access(
-            actor=actor, subject_user_id=user.pk, action="agent.unblock", object_ids=[agent.pk]
+            actor=actor,
+            subject_user_id=user.pk,
+            action=AuditAction.AGENT_UNBLOCK,
+            object_ids=[agent.pk],
         )
     return deleted

@@ -2,7 +2,7 @@
 learning candidates per day. Each raises QuotaExceededError (429 `quota_exceeded`).
 
 Below every writing service (memories, extraction, answers), like write_checks.py. The counts
-come from queries/usage.py: one usage row a user, kept by triggers, never a count of memories.
+come from usage.py: one usage row a user, kept by triggers, never a count of memories.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.conf import settings
 from memoryhub.crypto import NONCE_BYTES
 from memoryhub.errors import QuotaExceededError
 from memoryhub.models import Memory, MemoryUsage, User, Workspace
-from memoryhub.queries.usage import answers_today, candidates_today, workspace_usage
+from memoryhub.usage import answers_today, candidates_today, workspace_usage
 
 # What sealing adds to a text: a format byte, the nonce and the GCM tag (memoryhub/crypto.py).
 SEAL_OVERHEAD_BYTES = 1 + NONCE_BYTES + 16

@@ -26,8 +26,10 @@ from django.db import models, transaction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.keyring import UserCipher, cipher_for
+from memoryhub.memory_rows import open_content
+from memoryhub.message_rows import open_message
 from memoryhub.models import KnowledgeChunk, LearningCandidate, Memory, Message
-from memoryhub.sealed_tables import CANDIDATE_TABLE, MEMORY_TABLE, MESSAGE_TABLE
+from memoryhub.sealed_tables import CANDIDATE_TABLE
 
 BATCH = 128
 
@@ -54,16 +56,12 @@ class _Table:
 
 def _memory_text(row: Memory, cipher: UserCipher | None) -> str:
     assert cipher is not None  # noqa: S101  # Memories always have an owner.
-    return cipher.decrypt(
-        row.content_ciphertext, table=MEMORY_TABLE, row_id=row.pk, field="content"
-    )
+    return open_content(row, cipher)
 
 
 def _message_text(row: Message, cipher: UserCipher | None) -> str:
     assert cipher is not None  # noqa: S101  # Messages always have an owner.
-    return cipher.decrypt(
-        row.content_ciphertext, table=MESSAGE_TABLE, row_id=row.pk, field="content"
-    )
+    return open_message(row, cipher)
 
 
 def _chunk_text(row: KnowledgeChunk, cipher: UserCipher | None) -> str:

@@ -14,8 +14,8 @@ from django.db import transaction
 
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import open_content
 from memoryhub.models import Memory, User
-from memoryhub.sealed_tables import MEMORY_TABLE
 
 BATCH = 500
 
@@ -51,10 +51,7 @@ def reindex_memories(*, users: list[User] | None = None, batch: int = BATCH) -> 
                     break
                 stale = []
                 for row in page:
-                    content = cipher.decrypt(
-                        row.content_ciphertext, table=MEMORY_TABLE, row_id=row.id, field="content"
-                    )
-                    tokens = cipher.memory_index(content)
+                    tokens = cipher.memory_index(open_content(row, cipher))
                     if tokens != sorted(row.blind_tokens):
                         row.blind_tokens = tokens
                         stale.append(row)

@@ -15,16 +15,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ConflictError, ContentTooLargeError, InvalidInputError, NotFoundError
 from memoryhub.extraction import Transcript, TranscriptMessage, is_grounded
 from memoryhub.extraction.offline import OfflineExtractor
-from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import cipher_for
+from memoryhub.message_rows import seal_message
 from memoryhub.models import Agent, Message, Mode, Session, User
 from memoryhub.replicas import note_write
-from memoryhub.sealed_tables import MESSAGE_TABLE, SESSION_TABLE, WORKING_MEMORY_FIELD
-from memoryhub.services.audit import record_access
+from memoryhub.sealed_tables import SESSION_TABLE, WORKING_MEMORY_FIELD
 from memoryhub.services.evidence import StoreReport, is_explicit_statement, store_items
 from memoryhub.services.extraction_queue import enqueue_extraction
 from memoryhub.services.write_checks import check_content, check_writable
@@ -106,7 +107,7 @@ def start_session(
         record_access(
             actor=actor,
             subject_user_id=user.pk,
-            action="session.start",
+            action=AuditAction.SESSION_START,
             object_ids=[session.pk],
             mode=mode.slug,
         )
@@ -137,20 +138,21 @@ def add_message(
         last = locked.messages.order_by("-seq").values_list("seq", flat=True).first()
         now = timezone.now()
         message_id = uuid4()
-        message = Message.objects.create(
+        message = Message(
             id=message_id,
             session=locked,
             seq=(last or 0) + 1,
             role=role,
-            # Security invariant: only ciphertext reaches the ORM.
-            content_ciphertext=cipher.encrypt(
-                content, table=MESSAGE_TABLE, row_id=message_id, field="content"
-            ),
-            embedding=embedding,
-            embedding_model=embedder.name,
-            is_flagged=looks_like_instructions(content),
             created_at=now,
         )
+        seal_message(
+            message,
+            cipher=cipher,
+            content=content,
+            embedding=embedding,
+            embedding_model=embedder.name,
+        )
+        message.save(force_insert=True)
         locked.last_activity_at = now
         locked.save(update_fields=["last_activity_at"])
         session.last_activity_at = now
@@ -227,7 +229,7 @@ def end_session(*, session: Session, actor: Actor, reason: str = "explicit") -> 
         record_access(
             actor=actor,
             subject_user_id=locked.user_id,
-            action="session.end",
+            action=AuditAction.SESSION_END,
             object_ids=[locked.pk],
             mode=locked.mode.slug,
         )
@@ -293,7 +295,7 @@ def put_working_memory(*, session: Session, data: dict[str, Any], actor: Actor) 
         record_access(
             actor=actor,
             subject_user_id=session.user_id,
-            action="working_memory.write",
+            action=AuditAction.WORKING_MEMORY_WRITE,
             object_ids=[session.pk],
             mode=session.mode.slug,
         )
@@ -320,7 +322,7 @@ def get_working_memory(*, session: Session, actor: Actor) -> WorkingMemory:
     record_access(
         actor=actor,
         subject_user_id=session.user_id,
-        action="working_memory.read",
+        action=AuditAction.WORKING_MEMORY_READ,
         object_ids=[session.pk],
         mode=session.mode.slug,
     )

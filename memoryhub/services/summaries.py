@@ -19,9 +19,8 @@ from django.utils import timezone
 from memoryhub import text_patterns
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher
+from memoryhub.memory_rows import MemoryItem, keep_version, seal_content, seal_payload
 from memoryhub.models import Memory, MemoryVersion
-from memoryhub.queries.memories import MemoryItem
-from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 
 THEME_GENERATOR = "consolidation"
 COMPACTION_GENERATOR = "compaction"
@@ -148,46 +147,23 @@ def rewrite_summary(
     """
     with transaction.atomic():
         if keep_history:
-            version = MemoryVersion(
-                memory=memory, changed_by_type="system", changed_by_id="system", reason="regenerate"
+            keep_version(
+                memory,
+                cipher=cipher,
+                changed_by_type="system",
+                changed_by_id="system",
+                reason="regenerate",
             )
-            version.content_ciphertext = cipher.encrypt(
-                cipher.decrypt(
-                    memory.content_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="content"
-                ),
-                table=VERSION_TABLE,
-                row_id=version.id,
-                field="content",
-            )
-            version.payload_ciphertext = cipher.encrypt_json(
-                cipher.decrypt_json(
-                    memory.payload_ciphertext, table=MEMORY_TABLE, row_id=memory.id, field="payload"
-                ),
-                table=VERSION_TABLE,
-                row_id=version.id,
-                field="payload",
-            )
-            version.save()
         else:
             MemoryVersion.objects.filter(memory=memory).delete()
-        memory.content_ciphertext = cipher.encrypt(
-            content, table=MEMORY_TABLE, row_id=memory.id, field="content"
+        fields = seal_content(
+            memory,
+            cipher=cipher,
+            content=content,
+            embedding=embedder.embed([content])[0],
+            embedding_model=embedder.name,
         )
-        memory.payload_ciphertext = cipher.encrypt_json(
-            payload, table=MEMORY_TABLE, row_id=memory.id, field="payload"
-        )
-        memory.blind_tokens = cipher.memory_index(content)
-        memory.embedding = embedder.embed([content])[0]
-        memory.embedding_model = embedder.name
+        fields += seal_payload(memory, cipher=cipher, payload=payload)
         memory.updated_at = timezone.now()
-        memory.save(
-            update_fields=[
-                "content_ciphertext",
-                "payload_ciphertext",
-                "blind_tokens",
-                "embedding",
-                "embedding_model",
-                "updated_at",
-            ]
-        )
+        memory.save(update_fields=[*fields, "updated_at"])
     return memory

@@ -32,6 +32,8 @@ from django.db.models.deletion import Collector, ProtectedError, RestrictedError
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import (
     ConflictError,
     EmailMismatchError,
@@ -44,7 +46,6 @@ from memoryhub.errors import (
 from memoryhub.models import Agent, ApiKey, User, UserLink
 from memoryhub.notices import send_notice_on_commit
 from memoryhub.services.agents import get_or_create_workspace
-from memoryhub.services.audit import record_access
 from memoryhub.services.forget import delete_account
 from memoryhub.services.users import create_user
 
@@ -135,7 +136,7 @@ def issue_user_link(*, user: User, agent: Agent, email: str, actor: Actor) -> Is
             created_at=now,
             expires_at=now + LINK_LIFETIME,
         )
-        record_access(actor=actor, subject_user_id=user.pk, action="user.link_issue")
+        record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.USER_LINK_ISSUE)
     return IssuedLink(token=token, expires_at=link.expires_at)
 
 
@@ -231,7 +232,7 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
         email, password = account.email, account.password
         EmailAddress.objects.filter(user=account).update(user=user)
         Authenticator.objects.filter(user=account).update(user=user)
-        # Audits "account.delete" on the account's chain, "user.link" below goes on the user's:
+        # Audits AuditAction.ACCOUNT_DELETE on the account's chain, AuditAction.USER_LINK below goes on the user's:
         # two chains in one transaction, taken in this order only (see record_access).
         delete_account(user=account, actor=Actor.for_user(account.pk, client_ip=client_ip))
         user.email = email
@@ -242,7 +243,7 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
         record_access(
             actor=Actor.for_user(user.pk, client_ip=client_ip),
             subject_user_id=user.pk,
-            action="user.link",
+            action=AuditAction.USER_LINK,
             object_ids=[link.pk],
         )
         send_notice_on_commit(
@@ -295,7 +296,10 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
         link.undone_at = timezone.now()
         link.save(update_fields=["undone_at"])
         record_access(
-            actor=actor, subject_user_id=user.pk, action="user.link_undo", object_ids=[link.pk]
+            actor=actor,
+            subject_user_id=user.pk,
+            action=AuditAction.USER_LINK_UNDO,
+            object_ids=[link.pk],
         )
         send_notice_on_commit(
             to=email,

@@ -5,6 +5,9 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
+from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import DEFAULT_MODES, Agent, Mode, User, Workspace
@@ -18,11 +21,13 @@ def create_user(
     external_id: str | None = None,
     display_name: str = "",
     created_by_agent: Agent | None = None,
+    actor: Actor | None = None,
 ) -> User:
     """Create a user with a data key and the default modes; raise ConflictError if taken.
 
     `created_by_agent` is the agent creating the user through the API: the one that may later
-    hand the person a link to it (services/user_links.py).
+    hand the person a link to it (services/user_links.py). With an `actor`, the creation is
+    audited in the user's log (an agent's; sign-ups and tests create users unaudited).
     """
     email = email.strip().lower() if email else None
     if not email and not external_id:
@@ -43,6 +48,8 @@ def create_user(
             for slug in DEFAULT_MODES:
                 Mode.objects.create(user=user, slug=slug, name=slug.capitalize())
             cipher_for(user)
+            if actor is not None:
+                record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.USER_CREATE)
     except IntegrityError:
         raise ConflictError("a user with this email or external id already exists") from None
     return user

@@ -124,3 +124,45 @@ window.addEventListener("pagehide", function sendHeldActions() {
     held.flush();
   });
 });
+
+// Keyboard focus after a swap: where the person's attention goes, never back to the top of the
+// page. The element that asked names the target by id in data-focus-after: the section heading
+// after a tab switch, the saved item after Save, its Edit button after Cancel.
+document.addEventListener("htmx:afterSettle", function moveFocusAfterSwap(event) {
+  var asker = event.detail.requestConfig && event.detail.requestConfig.elt;
+  var targetId = asker && asker.getAttribute("data-focus-after");
+  if (!targetId || event.detail.xhr.status === 422) {
+    return; // An invalid form comes back with its own autofocus on the field to fix.
+  }
+  var target = document.getElementById(targetId);
+  if (target) {
+    if (!target.matches("a[href], button, input, select, textarea, [tabindex]")) {
+      target.setAttribute("tabindex", "-1");
+    }
+    target.focus();
+  }
+});
+
+// Search results say how many close matches are shown: keep it true when one is deleted.
+document.addEventListener("htmx:afterSettle", function countSearchResults() {
+  var count = document.getElementById("search-count");
+  var list = document.getElementById("search-list");
+  if (!count || !list) {
+    return;
+  }
+  var shown = list.querySelectorAll(":scope > li.memory").length;
+  var query = count.getAttribute("data-query");
+  count.textContent =
+    shown === 0
+      ? "No close match left for “" + query + "”."
+      : shown + " close match" + (shown === 1 ? "" : "es") + " for “" + query + "”, best first.";
+});
+
+// An item answered elsewhere on the page (rewritten by its owner): its "Is this right?" box
+// goes, if it is shown at all (only the newest few are).
+document.addEventListener("mh-answered", function dropAnsweredQuestion(event) {
+  var box = document.getElementById(event.detail.id);
+  if (box) {
+    box.remove();
+  }
+});

@@ -10,8 +10,8 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
 from accounts.roles import REVIEWERS_GROUP, is_admin, is_reviewer
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.models import AuditEntry
-from memoryhub.services.audit import subject_pseudonym
 from tests import factories
 
 

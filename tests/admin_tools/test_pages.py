@@ -11,8 +11,9 @@ import time_machine
 from allauth.mfa.models import Authenticator
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access, subject_pseudonym
 from memoryhub.models import AuditEntry, ExtractionRun, Memory, MemoryStatus
-from memoryhub.services.audit import record_access, subject_pseudonym
 from memoryhub.services.forget import delete_account
 from tests import factories
 from tests.memoryhub.threads import make_session
@@ -102,8 +103,10 @@ def test_viewing_memory_health_is_audited_on_the_admin_channel(admin_client, adm
 
 
 def test_the_audit_filters_by_user_email(admin_client, user, other_user):
-    record_access(actor=Actor.system("t"), subject_user_id=user.pk, action="memory.read")
-    record_access(actor=Actor.system("t"), subject_user_id=other_user.pk, action="memory.read")
+    record_access(actor=Actor.system("t"), subject_user_id=user.pk, action=AuditAction.MEMORY_READ)
+    record_access(
+        actor=Actor.system("t"), subject_user_id=other_user.pk, action=AuditAction.MEMORY_READ
+    )
     response = admin_client.get("/admin-tools/audit/", {"user": "ALICE@example.com"})
     page = response.content.decode()
     assert subject_pseudonym(user.pk) in page
@@ -113,10 +116,12 @@ def test_the_audit_filters_by_user_email(admin_client, user, other_user):
 def test_the_audit_filters_by_actor_action_channel_and_period(admin_client, user):
     agent_actor = Actor("agent", "agent-7", "api", label="Helper bot")
     with time_machine.travel(NOW - timedelta(days=3), tick=False):
-        record_access(actor=agent_actor, subject_user_id=user.pk, action="memory.search")
+        record_access(actor=agent_actor, subject_user_id=user.pk, action=AuditAction.MEMORY_SEARCH)
     with time_machine.travel(NOW - timedelta(days=1), tick=False):
-        record_access(actor=agent_actor, subject_user_id=user.pk, action="memory.create")
-        record_access(actor=Actor.system("t"), subject_user_id=user.pk, action="memory.create")
+        record_access(actor=agent_actor, subject_user_id=user.pk, action=AuditAction.MEMORY_CREATE)
+        record_access(
+            actor=Actor.system("t"), subject_user_id=user.pk, action=AuditAction.MEMORY_CREATE
+        )
     response = admin_client.get(
         "/admin-tools/audit/",
         {
@@ -142,7 +147,7 @@ def test_a_deleted_accounts_entries_are_found_by_pseudonym(admin_client, user):
 
 
 def test_an_unknown_user_matches_nothing(admin_client, user):
-    record_access(actor=Actor.system("t"), subject_user_id=user.pk, action="memory.read")
+    record_access(actor=Actor.system("t"), subject_user_id=user.pk, action=AuditAction.MEMORY_READ)
     page = admin_client.get("/admin-tools/audit/", {"user": "nobody@example.com"}).content
     assert b"No audit entry matches this filter." in page
 
@@ -172,7 +177,7 @@ def test_the_audit_exports_as_csv_with_formulas_neutralised(admin_client, user):
     record_access(
         actor=Actor("agent", "a1", "api", label='=HYPERLINK("http://x")'),
         subject_user_id=user.pk,
-        action="memory.read",
+        action=AuditAction.MEMORY_READ,
         object_ids=["m1", "m2"],
     )
     response = admin_client.get("/admin-tools/audit/export.csv", {"action": "memory.read"})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time_machine
 from django.utils import timezone
 
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.models import AgentBlock, AuditEntry, Mode
 from memoryhub.services.agents import create_personal_key, revoke_key, rotate_agent_key
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from tests import factories
 
 

@@ -59,6 +59,25 @@ def test_personal_data_is_tagged_at_write_time(api, user):
     assert response.json()["personal_data"] == ["contact"]
 
 
+def test_an_edit_retags_the_memory_from_its_new_text(api, user):
+    # Issue 30: an edit never re-computed personal_data, so an edited memory kept the tags of
+    # its old text, and those reached agents and the export.
+    memory_id = _remember(api, "I like green tea", kind="fact").json()["id"]
+    edited = api.patch(
+        f"/memories/{memory_id}",
+        {"content": "I was diagnosed with diabetes last year"},
+        user="alice",
+        mode="personal",
+    )
+    assert edited.json()["personal_data"] == ["health"]
+    again = api.patch(
+        f"/memories/{memory_id}", {"content": "I like jasmine tea"}, user="alice", mode="personal"
+    )
+    assert again.json()["personal_data"] == []
+    stored = Memory.objects.for_owner(user=user, mode=None).get(pk=memory_id)
+    assert stored.personal_data == []
+
+
 def test_oversized_content_is_413_and_nothing_is_stored(api, user, settings):
     settings.MEMORYHUB_MAX_CONTENT_BYTES = 100
     response = _remember(api, "x" * 101)

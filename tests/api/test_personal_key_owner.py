@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.models import AuditEntry
 from memoryhub.services.agents import create_personal_key
-from memoryhub.services.audit import subject_pseudonym
 
 
 def test_a_personal_key_without_user_reads_its_owners_profile(caller, user):

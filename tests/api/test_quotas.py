@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memoryhub.models import Memory
-from memoryhub.queries.usage import user_usage
+from memoryhub.usage import user_usage
 
 
 def _remember(api, content, user="alice"):

@@ -67,7 +67,7 @@ def test_the_delete_confirmation_of_another_users_or_modes_item_is_404(
     theirs = remember("Bob's secret.", owner=other_user)
     assert signed_in.get(url(theirs, "delete")).status_code == 404
     at_work = remember("Works at Hexa.", mode=work)
-    path = f"/dashboard/modes/personal/memories/{at_work.pk}/delete/"
+    path = f"/dashboard/modes/personal/memories/{at_work.id}/delete/"
     assert signed_in.get(path).status_code == 404
 
 
@@ -132,7 +132,7 @@ def test_the_agent_filter_on_screen_is_counted(
         page=f"/dashboard/?mode=personal&agent={agent.pk}",
     ).content.decode()
     assert oob_count(body, "section-count") == 1
-    assert by_agent.pk
+    assert by_agent.id
 
 
 @pytest.mark.parametrize(

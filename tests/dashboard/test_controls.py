@@ -9,6 +9,8 @@ import pytest
 from django.test import Client
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access, subject_pseudonym
 from memoryhub.errors import MemoryPausedError
 from memoryhub.models import (
     ActorType,
@@ -21,7 +23,6 @@ from memoryhub.models import (
     UserKey,
 )
 from memoryhub.services.agents import find_active_key
-from memoryhub.services.audit import record_access, subject_pseudonym
 from memoryhub.services.memories import NewMemory
 from memoryhub.services.memories import remember as remember_item
 from tests import factories
@@ -159,13 +160,13 @@ def test_the_access_log_shows_the_users_own_entries_only(signed_in, user, other_
     record_access(
         actor=Actor(ActorType.AGENT, "a1", Channel.API, label="travel-bot"),
         subject_user_id=user.pk,
-        action="memory.list",
+        action=AuditAction.MEMORY_LIST,
         mode="personal",
     )
     record_access(
         actor=Actor(ActorType.REVIEWER, "r1", Channel.UI, label="Rita"),
         subject_user_id=other_user.pk,
-        action="memory.read",
+        action=AuditAction.MEMORY_READ,
     )
     page = signed_in.get("/dashboard/access/").content.decode()
     assert "Agent “travel-bot”" in page and "listed memories" in page
@@ -177,7 +178,7 @@ def test_the_access_log_can_hide_the_users_own_views(signed_in, user):
     record_access(
         actor=Actor(ActorType.AGENT, "a1", Channel.API, label="travel-bot"),
         subject_user_id=user.pk,
-        action="memory.list",
+        action=AuditAction.MEMORY_LIST,
     )
     others = signed_in.get("/dashboard/access/").content.decode()
     everything = signed_in.get("/dashboard/access/?mine=on").content.decode()
@@ -188,7 +189,7 @@ def test_the_access_log_can_hide_the_users_own_views(signed_in, user):
 def test_the_access_log_is_paginated(signed_in, user):
     actor = Actor(ActorType.AGENT, "a1", Channel.API, label="travel-bot")
     for _ in range(55):
-        record_access(actor=actor, subject_user_id=user.pk, action="memory.list")
+        record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.MEMORY_LIST)
     first = signed_in.get("/dashboard/access/").content.decode()
     second = signed_in.get("/dashboard/access/?page=2").content.decode()
     assert first.count('class="actor-agent"') == 50

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.models import AuditEntry, Memory, MemorySource
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.sessions import add_message, start_session
 from tests import factories
@@ -59,15 +60,24 @@ def test_a_period_is_previewed_then_confirmed_with_the_same_days(
     assert Memory.objects.for_owner(user=user, mode=personal).count() == 1
 
 
-def test_a_topic_preview_lists_only_what_mentions_it(signed_in, remember):
+def test_a_topic_preview_lists_only_what_mentions_it(signed_in, remember, user):
     remember("Training for the Lyon marathon.")
     remember("Prefers vegetarian food.")
-    response = signed_in.post(FORGET, {"what": "topic", "topic": "marathon", "preview": "1"})
+    posted = signed_in.post(FORGET, {"what": "topic", "topic": "marathon", "preview": "1"})
+    # Post, redirect, get: reload and Back show the preview again without resubmitting, and
+    # the address names a token of this session, never the topic.
+    assert posted.status_code == 302 and "marathon" not in posted["Location"]
+    response = signed_in.get(posted["Location"])
     page = response.content.decode()
     assert response.status_code == 200
     assert "Training for the Lyon marathon." in page and "vegetarian" not in page
     assert 'name="topic" value="marathon"' in page and "Yes, forget this topic" in page
     assert Memory.all_owners.count() == 2  # Previewed, not forgotten.
+    # Another session, even of the same person, cannot open the preview with that address.
+    other = Client()
+    other.force_login(user)
+    elsewhere = other.get(posted["Location"])
+    assert elsewhere.status_code == 200 and "marathon" not in elsewhere.content.decode()
 
 
 def test_the_topic_never_travels_in_the_url(signed_in, remember):

@@ -10,14 +10,14 @@ from django.test import Client
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.models import AuditEntry, Memory, Message, Session
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.sessions import add_message, start_session
 
 
 def contents(user, mode):
     from memoryhub.keyring import cipher_for
-    from memoryhub.queries.memories import decrypt_memory
+    from memoryhub.memory_rows import decrypt_memory
 
     cipher = cipher_for(user)
     return {

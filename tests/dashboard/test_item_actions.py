@@ -7,8 +7,9 @@ from django.test import Client
 
 from memoryhub.actors import Actor
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import Confidence, Memory, MemoryStatus
-from memoryhub.queries.memories import decrypt_memory, list_versions
+from memoryhub.queries.memories import list_versions
 from memoryhub.services.memories import NewMemory
 from memoryhub.services.memories import remember as remember_item
 from memoryhub.services.sessions import add_message, start_session
@@ -33,7 +34,7 @@ def test_editing_keeps_the_previous_version_in_the_history(signed_in, user, reme
     assert response.status_code == 302
     item = current(user, memory)
     assert item.content == "Lives in Paris." and item.importance == "high"
-    versions = list_versions(user=user, mode=memory.mode, memory_id=memory.pk, actor=Actor.system())
+    versions = list_versions(user=user, mode=memory.mode, memory_id=memory.id, actor=Actor.system())
     assert [v.content for v in versions] == ["Lives in Lyon."]
     detail = signed_in.get(url(memory)).content.decode()
     assert "Lives in Paris." in detail and "Lives in Lyon." in detail and "History" in detail
@@ -45,11 +46,11 @@ def test_an_htmx_edit_returns_the_updated_card_and_the_message(signed_in, rememb
         url(memory, "edit"),
         {"content": "Lives in Nantes.", "importance": "normal"},
         HTTP_HX_REQUEST="true",
-        HTTP_HX_TARGET=f"memory-{memory.pk}",
+        HTTP_HX_TARGET=f"memory-{memory.id}",
     )
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.lstrip().startswith(f'<li id="memory-{memory.pk}"')
+    assert body.lstrip().startswith(f'<li id="memory-{memory.id}"')
     assert "Lives in Nantes." in body
     assert 'hx-swap-oob="true"' in body and "previous version is kept" in body
 
@@ -72,7 +73,7 @@ def test_saving_the_same_text_adds_no_version(signed_in, user, remember):
     memory = remember("Lives in Lyon.")
     signed_in.post(url(memory, "edit"), {"content": "Lives in Lyon.", "importance": "high"})
     assert (
-        list_versions(user=user, mode=memory.mode, memory_id=memory.pk, actor=Actor.system()) == []
+        list_versions(user=user, mode=memory.mode, memory_id=memory.id, actor=Actor.system()) == []
     )
 
 
@@ -87,10 +88,10 @@ def test_deleting_an_item_removes_it(signed_in, user, remember):
 def test_an_htmx_delete_says_so_in_the_cards_place(signed_in, remember):
     memory = remember("Lives in Lyon.")
     response = signed_in.post(
-        url(memory, "delete"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"memory-{memory.pk}"
+        url(memory, "delete"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"memory-{memory.id}"
     )
     body = response.content.decode()
-    assert body.lstrip().startswith(f'<li id="memory-{memory.pk}-done" class="feedback">Deleted.')
+    assert body.lstrip().startswith(f'<li id="memory-{memory.id}-done" class="feedback">Deleted.')
     assert '<div id="messages"' in body
 
 
@@ -104,13 +105,13 @@ def test_confirming_a_candidate_makes_it_confirmed(signed_in, user, remember):
 def test_confirming_from_is_this_right_removes_the_question(signed_in, remember):
     memory = remember("Might take up climbing.", source="extracted", status="candidate")
     response = signed_in.post(
-        url(memory, "confirm"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"candidate-{memory.pk}"
+        url(memory, "confirm"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"candidate-{memory.id}"
     )
     body = response.content.decode()
     assert (
-        f'<li id="candidate-{memory.pk}-done" class="feedback">Thanks: marked as confirmed' in body
+        f'<li id="candidate-{memory.id}-done" class="feedback">Thanks: marked as confirmed' in body
     )
-    assert f'id="candidate-{memory.pk}"' not in body
+    assert f'id="candidate-{memory.id}"' not in body
 
 
 def test_rejecting_a_candidate_deletes_it(signed_in, user, remember):
@@ -168,7 +169,7 @@ def test_keeping_the_new_side_of_a_contradiction_supersedes_the_old(signed_in, u
     old = remember("Lives in Lyon.", slot="location", confidence="high")
     new = remember("Lives in Paris.", slot="location", source="extracted", status="candidate")
     signed_in.post(
-        "/dashboard/modes/personal/contradictions/resolve/", {"keep": new.pk, "drop": old.pk}
+        "/dashboard/modes/personal/contradictions/resolve/", {"keep": new.id, "drop": old.id}
     )
     assert current(user, old).status == MemoryStatus.SUPERSEDED
     assert current(user, new).confidence == Confidence.HIGH
@@ -179,7 +180,7 @@ def test_keeping_the_old_side_of_a_contradiction_deletes_the_guess(signed_in, us
     old = remember("Lives in Lyon.", slot="location", confidence="high")
     new = remember("Lives in Paris.", slot="location", source="extracted", status="candidate")
     signed_in.post(
-        "/dashboard/modes/personal/contradictions/resolve/", {"keep": old.pk, "drop": new.pk}
+        "/dashboard/modes/personal/contradictions/resolve/", {"keep": old.id, "drop": new.id}
     )
     assert current(user, new) is None
     assert current(user, old).status == MemoryStatus.ACTIVE
@@ -189,7 +190,7 @@ def test_resolving_two_unrelated_items_is_refused(signed_in, user, remember):
     one = remember("Lives in Lyon.", slot="location")
     two = remember("Works at Hexa.", slot="employer")
     signed_in.post(
-        "/dashboard/modes/personal/contradictions/resolve/", {"keep": one.pk, "drop": two.pk}
+        "/dashboard/modes/personal/contradictions/resolve/", {"keep": one.id, "drop": two.id}
     )
     assert current(user, two).status == MemoryStatus.ACTIVE
 
@@ -213,6 +214,7 @@ def test_why_quotes_the_source_message_and_session(signed_in, user, personal, em
         session_id=session.pk,
         source_message_ids=[added.message.pk],
     )
+    memory = Memory.all_owners.get(pk=memory.id)
     body = signed_in.get(url(memory, "why"), HTTP_HX_REQUEST="true").content.decode()
     assert "We moved to a flat near the Croix-Rousse." in body
     assert "from a conversation" in body and "the session of" in body
@@ -230,6 +232,7 @@ def test_why_names_the_agent_that_stated_it(signed_in, user, workspace, personal
         embedder=embedder,
         agent_id=agent.pk,
     )
+    memory = Memory.all_owners.get(pk=memory.id)
     body = signed_in.get(url(memory)).content.decode()
     assert "the agent “travel-bot”" in body and "likely" in body
 
@@ -261,7 +264,7 @@ def test_another_users_item_is_not_found(signed_in, other_user, remember, work, 
 
 def test_an_item_of_another_mode_is_not_found_under_this_mode(signed_in, remember, work):
     memory = remember("Works at Hexa.", mode=work)
-    response = signed_in.post(f"/dashboard/modes/personal/memories/{memory.pk}/delete/")
+    response = signed_in.post(f"/dashboard/modes/personal/memories/{memory.id}/delete/")
     assert response.status_code == 404
 
 
@@ -269,7 +272,7 @@ def test_resolving_with_another_users_ids_is_not_found(signed_in, other_user, re
     mine = remember("Lives in Lyon.", slot="location")
     theirs = remember("Lives in Oslo.", owner=other_user, slot="location")
     response = signed_in.post(
-        "/dashboard/modes/personal/contradictions/resolve/", {"keep": mine.pk, "drop": theirs.pk}
+        "/dashboard/modes/personal/contradictions/resolve/", {"keep": mine.id, "drop": theirs.id}
     )
     assert response.status_code == 404
     assert current(other_user, theirs) is not None

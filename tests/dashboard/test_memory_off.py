@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.models import AuditEntry, Mode
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.sessions import end_session, start_session
 from tests import factories
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memoryhub.queries.usage import user_usage
+from memoryhub.usage import user_usage
 
 
 def test_the_settings_page_shows_usage_against_the_limits(signed_in, user, remember, settings):

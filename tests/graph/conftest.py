@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from memoryhub.celery import app
-from memoryhub.services.graph import Interaction, ItemRef, record_interaction
+from memoryhub.graph import Interaction, ItemRef, record_interaction
 from tests import factories
 from tests.api.conftest import Caller
 

@@ -8,8 +8,8 @@ import pytest
 from allauth.mfa.models import Authenticator
 from django.utils import timezone
 
+from memoryhub import graph
 from memoryhub.models import AuditEntry, WorkspaceNodeType
-from memoryhub.services import graph
 from tests import factories
 from tests.admin_forms import change_form_data
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memoryhub import graph
 from memoryhub.actors import Actor
 from memoryhub.models import EdgeType, GraphEdge, GraphNode, NodeType
-from memoryhub.services import graph
 from memoryhub.services.forget import ForgetSelector, delete_account, forget
 from tests import factories
 

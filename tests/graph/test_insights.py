@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from memoryhub.actors import Actor
 from memoryhub.fencing import FENCE_CLOSE
+from memoryhub.graph.queries import graph_insights, graph_insights_block
 from memoryhub.models import GraphNode
-from memoryhub.queries.graph import graph_insights, graph_insights_block
 from memoryhub.services.agents import create_personal_key
 from tests import factories
 

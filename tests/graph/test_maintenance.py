@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
+from memoryhub import graph
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import EdgeType, GraphEdge, GraphMaintenanceRun, GraphNode, NodeType
-from memoryhub.services import graph
 from memoryhub.tasks import graph_decay_edges, graph_purge_transient
 
 from .conftest import interact, item

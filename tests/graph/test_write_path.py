@@ -6,14 +6,14 @@ from uuid import UUID
 
 import pytest
 
+from memoryhub import graph
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for, workspace_cipher
 from memoryhub.knowledge import answers as review_services
 from memoryhub.knowledge.documents import publish_document
 from memoryhub.models import AuditEntry, EdgeType, GraphEdge, GraphNode, KnowledgeDocument, NodeType
 from memoryhub.sealed_tables import NODE_TABLE
-from memoryhub.services import graph
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.tasks import record_answer_in_graph
 from tests import factories
 

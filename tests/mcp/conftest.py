@@ -3,11 +3,39 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from typing import Any
 
 import pytest
+import uvicorn
 
 from tests import factories
+
+
+@pytest.fixture(scope="session")
+def base_url():
+    """memoryhub.asgi:application served by uvicorn on a free loopback port, in a thread.
+
+    One for the whole run: the app's MCP session manager can only be started once.
+    """
+    from memoryhub.asgi import application
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
 
 
 @pytest.fixture

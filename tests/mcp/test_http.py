@@ -2,43 +2,20 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
+import json
 
 import anyio
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from memoryhub.models import ApiKey, AuditEntry, RequestSlot
 from memoryhub.services.agents import key_owner, rotate_agent_key
 from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
 from tests.mcp.conftest import error_text, structured
 from tests.processes import wait_for
-
-
-@pytest.fixture(scope="module")
-def base_url():
-    """memoryhub.asgi:application served by uvicorn on a free loopback port, in a thread."""
-    from memoryhub.asgi import application
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
 
 
 def _call(base_url, key, *calls):
@@ -113,3 +90,49 @@ def test_an_owner_at_the_concurrent_request_limit_gets_429_and_slots_are_given_b
     assert structured(listed)["items"] == []
     # Given back just after the response is sent.
     wait_for(lambda: not RequestSlot.objects.exists(), "the slots to be given back", timeout=30)
+
+
+def test_an_mcp_only_agent_creates_users_logs_sessions_and_reads_resources_over_http(
+    base_url, world
+):
+    async def run():
+        headers = {"Authorization": f"Bearer {world['key']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
+            transport = streamable_http_client(f"{base_url}/mcp/", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                await client.call_tool("create_user", {"external_id": "erin"})
+                await client.call_tool(
+                    "remember", {"user": "erin", "kind": "fact", "content": "Erin sails"}
+                )
+                started = structured(await client.call_tool("start_session", {"user": "erin"}))
+                await client.call_tool(
+                    "add_message",
+                    {"session_id": started["id"], "role": "user", "content": "I sail on Sundays"},
+                )
+                ended = await client.call_tool("end_session", {"session_id": started["id"]})
+                profile = await client.read_resource(
+                    "memoryhub://users/erin/modes/personal/profile"
+                )
+                prompt = await client.get_prompt("context", {"user": "erin", "message": "Plans?"})
+                return structured(ended), profile, prompt
+
+    ended, profile, prompt = anyio.run(run)
+    assert ended["extraction_status"] == "queued"
+    assert [m["content"] for m in json.loads(profile.contents[0].text)["facts"]] == ["Erin sails"]
+    assert "Erin sails" in prompt.messages[0].content.text
+    entry = AuditEntry.objects.filter(action="session.end").order_by("-id").first()
+    assert (entry.channel, entry.client_ip) == ("mcp", "127.0.0.1")
+
+
+def test_the_shared_http_server_takes_no_listeners(base_url, world):
+    # One server answers every key: a listener could learn when another key's users change.
+    async def run():
+        headers = {"Authorization": f"Bearer {world['key']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            transport = streamable_http_client(f"{base_url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=30) as client:
+                with pytest.raises(MCPError):
+                    async with client.listen(resource_subscriptions=["memoryhub://x"]):
+                        pass
+
+    anyio.run(run)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memoryhub.queries.usage import user_usage
+from memoryhub.usage import user_usage
 from tests import factories
 from tests.mcp.conftest import error_text
 from tests.mcp.test_tools import _call

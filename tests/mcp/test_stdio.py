@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -60,3 +61,33 @@ def test_the_stdio_server_answers_tools_for_its_key(world, embedder):
 def test_the_stdio_server_refuses_to_start_with_a_bad_key(db):
     with pytest.raises(CommandError, match="unknown or revoked"):
         call_command("mcp_server", key="mh_not-a-key")
+
+
+def test_a_desktop_assistant_over_stdio_reaches_users_sessions_resources_and_the_prompt(world):
+    async def run():
+        async with Client(_server(world["key"]), read_timeout_seconds=120) as client:
+            created = await client.call_tool("create_user", {"external_id": "frank"})
+            remembered = await client.call_tool(
+                "remember", {"user": "frank", "kind": "open_item", "content": "Book the ferry"}
+            )
+            started = structured(await client.call_tool("start_session", {"user": "frank"}))
+            said = await client.call_tool(
+                "add_message",
+                {"session_id": started["id"], "role": "user", "content": "I like window seats"},
+            )
+            ended = await client.call_tool("end_session", {"session_id": started["id"]})
+            base = "memoryhub://users/frank/modes/personal"
+            open_items = await client.read_resource(f"{base}/open-items")
+            sessions = await client.read_resource(f"{base}/sessions")
+            prompt = await client.get_prompt("context", {"user": "frank", "message": "Trip?"})
+            return created, remembered, said, ended, open_items, sessions, prompt
+
+    created, remembered, said, ended, open_items, sessions, prompt = anyio.run(run)
+    assert structured(created)["external_id"] == "frank"
+    assert structured(said)["seq"] == 1
+    assert structured(ended)["extraction_status"] == "queued"
+    items = json.loads(open_items.contents[0].text)["items"]
+    assert [m["id"] for m in items] == [structured(remembered)["id"]]
+    (session,) = json.loads(sessions.contents[0].text)["sessions"]
+    assert session["id"] == structured(ended)["id"]
+    assert "Book the ferry" in prompt.messages[0].content.text

@@ -6,10 +6,10 @@ import anyio
 from mcp import Client
 
 from memoryhub.api.auth import authenticate_key
+from memoryhub.audit.log import mode_pseudonym
 from memoryhub.mcp.server import Caller, build_server
 from memoryhub.models import AgentBlock, AuditEntry
 from memoryhub.services.agents import revoke_key
-from memoryhub.services.audit import mode_pseudonym
 from tests import factories
 from tests.mcp.conftest import error_text, structured
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dashboard.templatetags.memory_words import action_words
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.models import Agent, AuditEntry
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.users import create_user
 from tests import factories
 from tests.admin_forms import change_form_data

@@ -15,9 +15,8 @@ from django.utils import timezone
 
 from memoryhub import crypto
 from memoryhub.actors import Actor
-from memoryhub.models import ActorType, AuditEntry, Channel
-from memoryhub.queries.memories import get_memory, list_memories
-from memoryhub.services.audit import (
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import (
     GENESIS_HASH,
     ChainHead,
     mode_pseudonym,
@@ -25,7 +24,12 @@ from memoryhub.services.audit import (
     subject_pseudonym,
     verify_chain,
 )
+from memoryhub.models import ActorType, AuditEntry, Channel
+from memoryhub.queries.memories import get_memory, list_memories
 from tests.factories import make_memory
+
+# Distinct actions, so rows written in a loop differ (their hashes cover the action).
+SOME_ACTIONS = list(AuditAction)[:5]
 
 
 def test_reading_a_memory_writes_an_audit_row(user, personal, embedder):
@@ -54,14 +58,14 @@ def test_listing_audits_the_ids_it_returned(user, personal, embedder, system_act
 def test_an_audit_row_keeps_every_object_id_however_many(db, system_actor):
     ids = [str(uuid.uuid4()) for _ in range(2500)]
     entry = record_access(
-        actor=system_actor, subject_user_id=None, action="memory.list", object_ids=ids
+        actor=system_actor, subject_user_id=None, action=AuditAction.MEMORY_LIST, object_ids=ids
     )
     assert AuditEntry.objects.get(pk=entry.pk).object_ids == ids
     assert verify_chain().is_intact
 
 
 def test_audit_rows_cannot_be_updated_or_deleted_through_the_orm(db, system_actor):
-    entry = record_access(actor=system_actor, subject_user_id=None, action="test")
+    entry = record_access(actor=system_actor, subject_user_id=None, action=AuditAction.MEMORY_READ)
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         AuditEntry.objects.filter(pk=entry.pk).update(action="tampered")
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
@@ -69,7 +73,7 @@ def test_audit_rows_cannot_be_updated_or_deleted_through_the_orm(db, system_acto
     entry.action = "tampered"
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         entry.save()
-    assert AuditEntry.objects.get(pk=entry.pk).action == "test"
+    assert AuditEntry.objects.get(pk=entry.pk).action == "memory.read"
 
 
 def test_the_audit_table_cannot_be_truncated(db):
@@ -83,7 +87,7 @@ def test_the_audit_table_cannot_be_truncated(db):
 
 
 def test_manage_py_flush_cannot_wipe_the_audit_log(db, system_actor):
-    entry = record_access(actor=system_actor, subject_user_id=None, action="test")
+    entry = record_access(actor=system_actor, subject_user_id=None, action=AuditAction.MEMORY_READ)
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL memoryhub.audit_truncate_allowed = 'off'")
     with pytest.raises(CommandError, match="couldn't be flushed"):
@@ -105,7 +109,8 @@ def _with_trigger_disabled(sql: str, params: list[object]) -> None:
 
 def test_verify_audit_detects_an_edited_row(db, system_actor, capsys):
     entries = [
-        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}") for i in range(5)
+        record_access(actor=system_actor, subject_user_id=None, action=SOME_ACTIONS[i])
+        for i in range(5)
     ]
     assert verify_chain().is_intact
     _with_trigger_disabled(
@@ -121,7 +126,8 @@ def test_verify_audit_detects_an_edited_row(db, system_actor, capsys):
 
 def test_verify_audit_detects_a_deleted_row(db, system_actor):
     entries = [
-        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}") for i in range(5)
+        record_access(actor=system_actor, subject_user_id=None, action=SOME_ACTIONS[i])
+        for i in range(5)
     ]
     _with_trigger_disabled("DELETE FROM memoryhub_auditentry WHERE id = %s", [entries[1].pk])
     assert verify_chain().first_broken_id == entries[2].pk
@@ -129,7 +135,7 @@ def test_verify_audit_detects_a_deleted_row(db, system_actor):
 
 def test_verify_audit_exits_zero_on_a_whole_chain(db, system_actor, capsys):
     for i in range(3):
-        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}")
+        record_access(actor=system_actor, subject_user_id=None, action=SOME_ACTIONS[i])
     call_command("verify_audit")
     assert "intact" in capsys.readouterr().out
 
@@ -142,10 +148,10 @@ def _head(capsys):
 
 def test_verify_audit_prints_the_head_and_finds_it_again_later(db, system_actor, capsys):
     for i in range(3):
-        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}")
+        record_access(actor=system_actor, subject_user_id=None, action=SOME_ACTIONS[i])
     call_command("verify_audit")
     head = _head(capsys)
-    record_access(actor=system_actor, subject_user_id=None, action="later")
+    record_access(actor=system_actor, subject_user_id=None, action=AuditAction.AUDIT_EXPORT)
     call_command("verify_audit", expect_head=head)
     out = capsys.readouterr().out
     assert "intact" in out
@@ -154,7 +160,8 @@ def test_verify_audit_prints_the_head_and_finds_it_again_later(db, system_actor,
 
 def test_an_anchor_detects_rows_cut_off_the_end_of_the_log(db, system_actor, capsys):
     entries = [
-        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}") for i in range(5)
+        record_access(actor=system_actor, subject_user_id=None, action=SOME_ACTIONS[i])
+        for i in range(5)
     ]
     call_command("verify_audit")
     head = _head(capsys)
@@ -169,7 +176,8 @@ def test_an_anchor_detects_rows_cut_off_the_end_of_the_log(db, system_actor, cap
 
 def test_an_anchor_detects_a_rewritten_chain(db, system_actor, capsys):
     entries = [
-        record_access(actor=system_actor, subject_user_id=None, action=f"a{i}") for i in range(3)
+        record_access(actor=system_actor, subject_user_id=None, action=SOME_ACTIONS[i])
+        for i in range(3)
     ]
     forged = f"{entries[-1].pk}:{'0' * 64}"
     with pytest.raises(SystemExit):
@@ -186,7 +194,7 @@ def test_verify_audit_refuses_a_malformed_anchor(db, anchor):
 # --- One chain per user ------------------------------------------------------------------
 
 
-def _record(subject_user_id, action="memory.read"):
+def _record(subject_user_id, action=AuditAction.MEMORY_READ):
     return record_access(actor=Actor.system("t"), subject_user_id=subject_user_id, action=action)
 
 
@@ -212,7 +220,7 @@ def _hold_an_audited_transaction(subject_user_id, recorded, release, outcome):
     """In its own connection: audit one row, then keep the transaction open until released."""
     try:
         with transaction.atomic():
-            outcome["entry"] = _record(subject_user_id, "held")
+            outcome["entry"] = _record(subject_user_id, AuditAction.AUDIT_VIEW)
             recorded.set()
             if not release.wait(timeout=30):
                 raise TimeoutError("the test never released the transaction")
@@ -285,7 +293,7 @@ def test_an_audited_transaction_makes_the_same_user_wait(held_audit):
         _record(alice)
     commit_alice()
     second = _record(alice)
-    assert second.prev_hash == AuditEntry.objects.get(action="held").row_hash
+    assert second.prev_hash == AuditEntry.objects.get(action="audit.view").row_hash
     assert verify_chain().is_intact
 
 
@@ -352,7 +360,7 @@ def test_an_anchor_detects_rows_cut_off_the_end_of_one_chain(db, capsys):
     rows = [_record(u) for u in (alice, alice, bob, alice, bob)]
     call_command("verify_audit")
     head = _head(capsys)
-    _record(bob, "later")
+    _record(bob, AuditAction.AUDIT_EXPORT)
     # Alice's last row goes; it is not the last row of the log, and her chain is still whole.
     _with_trigger_disabled("DELETE FROM memoryhub_auditentry WHERE id = %s", [rows[3].pk])
     assert verify_chain().is_intact
@@ -384,7 +392,7 @@ def test_an_anchor_ignores_rows_added_to_any_chain_after_it(db):
     _record(bob)
     head = verify_chain().head
     for subject in (alice, bob, None, uuid.uuid4()):
-        _record(subject, "later")
+        _record(subject, AuditAction.AUDIT_EXPORT)
     report = verify_chain(anchor=head)
     assert report.is_intact
     assert report.chains_checked == 4

@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from memoryhub import tasks
 from memoryhub.actors import Actor
+from memoryhub.audit.log import subject_pseudonym, verify_chain
 from memoryhub.crypto import generate_data_key
 from memoryhub.errors import DecryptionError, KeyDestroyedError
 from memoryhub.keyring import UserCipher, cipher_for
@@ -30,7 +31,6 @@ from memoryhub.queries.memories import list_memories
 from memoryhub.queries.recall import search_memories
 from memoryhub.sealed_tables import MEMORY_TABLE
 from memoryhub.services.agents import create_personal_key
-from memoryhub.services.audit import subject_pseudonym, verify_chain
 from memoryhub.services.forget import ForgetSelector, delete_account, forget
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.memories import edit_memory

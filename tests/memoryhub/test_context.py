@@ -400,7 +400,7 @@ def test_assembly_writes_one_audit_row_and_counts_each_memory_used(
     assert entry.action == "context.assemble"
     assert set(entry.object_ids) == {str(memory.id), str(session.pk)}
     flush_memory_access()
-    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.id)
     assert row.access_count == 1
 
 

@@ -10,8 +10,9 @@ from django.core.management import call_command
 from memoryhub import crypto
 from memoryhub.errors import DecryptionError, KeyDestroyedError
 from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import Memory, UserKey
-from memoryhub.queries.memories import decrypt_memory, get_memory
+from memoryhub.queries.memories import get_memory
 from tests.factories import make_memory
 from tests.security.canary_scan import columns_holding, dump_holds
 

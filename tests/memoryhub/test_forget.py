@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import AuditEntry, Memory, MemoryVersion, Message, Session
 from memoryhub.queries.memories import list_memories, list_versions
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.forget import ForgetSelector, forget
 from memoryhub.services.memories import edit_memory
 from tests.factories import make_memory

@@ -9,9 +9,10 @@ from memoryhub.actors import Actor
 from memoryhub.extraction import ExtractionError
 from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.extraction.sentences import split_sentences
+from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import ActorType, Channel, ExtractionRun, Memory, Message
 from memoryhub.queries.context import assemble_context
-from memoryhub.queries.memories import MemoryItem, list_memories
+from memoryhub.queries.memories import list_memories
 from memoryhub.queries.profile import get_profile
 from memoryhub.services.ingest import run_extraction, tokens_used_today
 from memoryhub.services.preferences import set_memory_paused

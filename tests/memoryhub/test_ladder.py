@@ -8,8 +8,8 @@ from memoryhub.actors import Actor
 from memoryhub.errors import ConflictError, NotFoundError
 from memoryhub.extraction import ExtractedItem
 from memoryhub.keyring import cipher_for
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import Memory
-from memoryhub.queries.memories import decrypt_memory
 from memoryhub.services.confidence import climb_ladder, confirm_memory, is_recallable, status_for
 from memoryhub.services.evidence import is_vouched_for
 from tests import factories

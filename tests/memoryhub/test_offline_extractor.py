@@ -164,6 +164,8 @@ ENGLISH_CASES = [
             ("fact", "language", "French and English", None),
             ("fact", "birthday", "July 14", None),
             ("fact", None, "peanuts", None),
+            # No rule reads a habit; the learned decision keeps it as said (issue 27).
+            ("fact", None, "The user speaks to their boss every day.", None),
         },
         id="timezone, languages, birthday, allergy",
     ),
@@ -240,7 +242,17 @@ ENGLISH_CASES = [
             user("Suppose I had a dog, would a flat be enough?"),
             user('Proofread this: "My name is Jordan. I prefer email."'),
         ],
-        set(),
+        # No role, no name ("Canadian"), no mood, nothing reported, hedged or quoted; the
+        # learned decision keeps the plain fact the rules leave (issue 27). It leaves "I'm
+        # Canadian, by the way" (0.48 against a threshold of 0.70): a miss, not a wrong memory.
+        {
+            (
+                "fact",
+                None,
+                "The user is a former teacher and they're a big help to their team.",
+                None,
+            ),
+        },
         id="past roles, moods, reported speech, opening hedges, quotes",
     ),
 ]

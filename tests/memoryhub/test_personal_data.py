@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import re
 import string
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryhub.personal_data import (
+    _KEYWORDS,
     PersonalDataCategory,
     ScrubResult,
     scrub_personal_data,
@@ -366,3 +370,55 @@ def test_scrub_personal_data_is_idempotent_on_any_text(text):
     twice = scrub_personal_data(once.text, known_names=["Alice Martin"])
 
     assert twice == ScrubResult(text=once.text, replacements={})
+
+
+# The regex parser's own tree (private modules, so typed Any): the only way to read a pattern.
+_SRE: Any = importlib.import_module("re._constants")
+_PARSER: Any = importlib.import_module("re._parser")
+
+
+def _first_items(items: list[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], bool]:
+    """The items a sequence of a parsed pattern can start with, and whether it can be empty."""
+    firsts: list[tuple[Any, Any]] = []
+    for op, value in items:
+        if op is _SRE.SUBPATTERN:
+            found, can_be_empty = _first_items(value[3])
+        elif op is _SRE.BRANCH:
+            found, can_be_empty = [], False
+            for branch in value[1]:
+                more, empty = _first_items(branch)
+                found, can_be_empty = found + more, can_be_empty or empty
+        elif op in (_SRE.MAX_REPEAT, _SRE.MIN_REPEAT, _SRE.POSSESSIVE_REPEAT):
+            found, can_be_empty = _first_items(value[2])
+            can_be_empty = can_be_empty or value[0] == 0
+        elif op in (_SRE.ASSERT, _SRE.ASSERT_NOT, _SRE.AT):
+            found, can_be_empty = [], True
+        else:
+            found, can_be_empty = [(op, value)], False
+        firsts += found
+        if not can_be_empty:
+            return firsts, False
+    return firsts, True
+
+
+def _is_word_start(op: Any, value: Any) -> bool:
+    if op is _SRE.LITERAL:
+        return re.fullmatch(r"\w", chr(value)) is not None
+    return op is _SRE.IN and all(
+        (item is _SRE.CATEGORY and argument is _SRE.CATEGORY_DIGIT)
+        or (item is _SRE.LITERAL and re.fullmatch(r"\w", chr(argument)) is not None)
+        for item, argument in value
+    )
+
+
+def test_every_keyword_phrase_starts_with_a_word_character() -> None:
+    # The keyword patterns look ahead for a word character before trying their phrases (a fast
+    # path on text without words): that changes no match only while every phrase starts with one.
+    for category, pattern in _KEYWORDS.items():
+        parsed = list(_PARSER.parse(pattern.pattern, pattern.flags))
+        assert [op for op, _ in parsed[:2]] == [_SRE.ASSERT_NOT, _SRE.ASSERT]  # (?<!\w)(?=\w)
+        firsts, can_be_empty = _first_items(parsed[2:3])  # The alternatives, (?:…|…).
+        assert firsts, category
+        assert not can_be_empty, category
+        for op, value in firsts:
+            assert _is_word_start(op, value), (category, op, value)

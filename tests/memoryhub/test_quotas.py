@@ -13,13 +13,20 @@ from django.db import connection, connections
 from memoryhub.actors import Actor
 from memoryhub.errors import QuotaExceededError
 from memoryhub.knowledge.answers import propose_knowledge_candidate, report_answer
-from memoryhub.models import ActorType, AnswerRecord, Channel, ExtractionRun, LearningCandidate
-from memoryhub.queries.usage import start_of_day, usage_lines, user_usage, workspace_usage
+from memoryhub.models import (
+    ActorType,
+    AnswerRecord,
+    Channel,
+    ExtractionRun,
+    LearningCandidate,
+    MemoryVersion,
+)
 from memoryhub.services.forget import delete_account
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.journal import add_journal_entry
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
 from memoryhub.services.sessions import add_message, end_session, start_session
+from memoryhub.usage import start_of_day, usage_lines, user_usage, workspace_usage
 from tests import factories
 
 AGENT = Actor(ActorType.AGENT, "agent-1", Channel.API, label="assistant")
@@ -49,7 +56,7 @@ def test_the_usage_row_follows_every_insert_edit_and_delete(user, personal, work
     edit_memory(
         user=user,
         mode=personal,
-        memory_id=rows[0].pk,
+        memory_id=rows[0].id,
         actor=AGENT,
         embedder=embedder,
         content="Likes green tea from Kyoto, brewed at seventy degrees.",
@@ -59,7 +66,7 @@ def test_the_usage_row_follows_every_insert_edit_and_delete(user, personal, work
     assert (usage.memories, usage.stored_bytes) == _stored_bytes(user)
     assert usage.memories == 3
 
-    delete_memories(user=user, mode=personal, memory_ids=[rows[1].pk], actor=AGENT)
+    delete_memories(user=user, mode=personal, memory_ids=[rows[1].id], actor=AGENT)
 
     usage = user_usage(user.pk)
     assert (usage.memories, usage.stored_bytes) == _stored_bytes(user)
@@ -93,17 +100,18 @@ def test_the_byte_quota_counts_ciphertext_and_refuses_a_longer_edit(
         edit_memory(
             user=user,
             mode=personal,
-            memory_id=row.pk,
+            memory_id=row.id,
             actor=AGENT,
             embedder=embedder,
             content="Much longer than the byte quota allows for this one user.",
         )
 
     assert refused.value.quota == "MEMORYHUB_QUOTA_BYTES_PER_USER"
-    row.refresh_from_db()
-    assert row.versions.count() == 0  # The edit rolled back whole, its version too.
+    assert (
+        MemoryVersion.objects.filter(memory_id=row.id).count() == 0
+    )  # The edit rolled back whole, its version too.
     edit_memory(
-        user=user, mode=personal, memory_id=row.pk, actor=AGENT, embedder=embedder, content="Tiny."
+        user=user, mode=personal, memory_id=row.id, actor=AGENT, embedder=embedder, content="Tiny."
     )
 
 
@@ -146,7 +154,7 @@ def test_forgetting_frees_the_quota_and_a_deleted_user_leaves_no_usage_row(
 ):
     settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER = 1
     (row,) = _remember(user, personal, embedder, "One.")
-    delete_memories(user=user, mode=personal, memory_ids=[row.pk], actor=AGENT)
+    delete_memories(user=user, mode=personal, memory_ids=[row.id], actor=AGENT)
     _remember(user, personal, embedder, "Another.")
 
     delete_account(user=user, actor=Actor.system("tests"))

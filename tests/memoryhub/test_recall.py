@@ -11,12 +11,12 @@ import time_machine
 from django.db import connection
 from django.utils import timezone
 
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import AuditEntry, Memory
 from memoryhub.queries import recall, speaker_cues
 from memoryhub.queries.recall import search_memories
 from memoryhub.services.access import AccessBuffer, flush_memory_access
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.memories import NewMemory, edit_memory, remember_many
 from tests import factories
 
@@ -147,9 +147,9 @@ def test_candidates_and_inactive_memories_are_never_recalled(
         "Alice drove a blue bicycle.",
     )
     scoped = Memory.objects.for_owner(user=user, mode=personal)
-    scoped.filter(pk=candidate.pk).update(confidence="candidate", status="candidate")
-    scoped.filter(pk=superseded.pk).update(status="superseded")
-    scoped.filter(pk=forgotten.pk).update(status="forgotten")
+    scoped.filter(pk=candidate.id).update(confidence="candidate", status="candidate")
+    scoped.filter(pk=superseded.id).update(status="superseded")
+    scoped.filter(pk=forgotten.id).update(status="forgotten")
     items = _search(user, personal, "bicycle", embedder, system_actor)
     assert [item.id for item in items] == [kept.id]
 
@@ -237,7 +237,7 @@ def test_a_memory_used_recently_is_fresh_again(user, personal, embedder, system_
     assert before.extra["freshness"] == pytest.approx(0.5, abs=0.01)
     assert after.extra["freshness"] == 1.0
     assert after.score > before.score
-    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.id)
     assert row.access_count == 1
     assert row.last_accessed_at == later
 
@@ -248,8 +248,8 @@ def test_importance_breaks_a_tie_between_equally_relevant_memories(
     low, high = _remember(
         user, personal, embedder, system_actor, "Alice likes jazz.", "Alice likes jazz!"
     )
-    Memory.objects.for_owner(user=user, mode=personal).filter(pk=high.pk).update(importance="high")
-    Memory.objects.for_owner(user=user, mode=personal).filter(pk=low.pk).update(importance="low")
+    Memory.objects.for_owner(user=user, mode=personal).filter(pk=high.id).update(importance="high")
+    Memory.objects.for_owner(user=user, mode=personal).filter(pk=low.id).update(importance="low")
     items = _search(user, personal, "music taste", embedder, system_actor, record_access=False)
     assert [item.id for item in items] == [high.id, low.id]
 
@@ -260,7 +260,7 @@ def test_search_without_recording_access_leaves_the_counters_alone(
     (memory,) = _remember(user, personal, embedder, system_actor, "Alice collects stamps.")
     _search(user, personal, "stamps", embedder, system_actor, record_access=False)
     assert flush_memory_access() == 0
-    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.id)
     assert (row.access_count, row.last_accessed_at) == (0, None)
 
 
@@ -337,7 +337,7 @@ def test_the_access_buffer_flushes_once_its_oldest_entry_is_old_enough(
         assert buffer.add([memory.id]) == 0
         traveller.shift(timedelta(seconds=6))
         assert buffer.add([memory.id]) == 1
-    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk)
+    row = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.id)
     assert row.access_count == 2
     assert row.last_accessed_at == datetime(2025, 1, 1, 0, 0, 6, tzinfo=UTC)
 
@@ -351,7 +351,7 @@ def test_a_long_memory_keeps_its_embedding_in_its_row(user, personal, embedder, 
         cursor.execute(
             "SELECT pg_column_toast_chunk_id(embedding), pg_column_size(m.*) "
             "FROM memoryhub_memory m WHERE id = %s",
-            [memory.pk],
+            [memory.id],
         )
         chunk_id, row_bytes = cursor.fetchone()
     assert row_bytes > 2032
@@ -369,13 +369,13 @@ def test_migration_0007_brings_an_old_toasted_embedding_back_into_its_row(
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # No deferred checks left before DDL.
         cursor.execute("ALTER TABLE memoryhub_memory SET (toast_tuple_target = 8160)")
         chunk_sql = "SELECT pg_column_toast_chunk_id(embedding) FROM memoryhub_memory WHERE id = %s"
-        cursor.execute(chunk_sql, [memory.pk])
+        cursor.execute(chunk_sql, [memory.id])
         assert cursor.fetchone()[0] is not None
-        before = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk).embedding
+        before = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.id).embedding
         cursor.execute(REWRITE.format(table="memoryhub_memory"))
-        cursor.execute(chunk_sql, [memory.pk])
+        cursor.execute(chunk_sql, [memory.id])
         assert cursor.fetchone()[0] is None
-    after = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.pk).embedding
+    after = Memory.objects.for_owner(user=user, mode=personal).get(pk=memory.id).embedding
     assert list(after) == list(before)
 
 

@@ -237,3 +237,18 @@ def test_runstack_production_accepts_the_console_email_and_embedded_database_whe
     assert "DEBUG must be off" in result.stderr
     assert "EMAIL_BACKEND" not in result.stderr
     assert "DATABASE_URL" not in result.stderr
+
+
+def test_a_web_worker_hands_the_gil_over_as_often_as_configured():
+    code = "import sys, memoryhub.asgi; print(sys.getswitchinterval())"
+    env = {**os.environ, "DEBUG": "true", "MEMORYHUB_WEB_GIL_SWITCH_MICROSECONDS": "700"}
+    completed = subprocess.run(  # noqa: S603  # Our own interpreter and arguments.
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert float(completed.stdout.split()[-1]) == pytest.approx(0.0007)

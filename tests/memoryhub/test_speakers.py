@@ -62,7 +62,8 @@ def test_every_write_path_indexes_the_speaker(user, personal, embedder, system_a
         embedder=embedder,
     )
     [alice] = cipher.speaker_tokens(["alice"])
-    assert alice in memory.blind_tokens
+    rows = Memory.objects.for_owner(user=user, mode=personal)
+    assert alice in rows.get(pk=memory.id).blind_tokens
     edited = edit_memory(
         user=user,
         mode=personal,
@@ -87,7 +88,7 @@ def _remember_with_the_old_index(user, mode, embedder, actor, content):
         embedder=embedder,
     )
     old = cipher_for(user).blind_tokens(content)
-    Memory.objects.for_owner(user=user, mode=mode).filter(pk=memory.pk).update(blind_tokens=old)
+    Memory.objects.for_owner(user=user, mode=mode).filter(pk=memory.id).update(blind_tokens=old)
     return memory
 
 
@@ -103,13 +104,15 @@ def test_reindex_gives_old_memories_their_speaker_and_runs_twice_safely(
     theirs = _remember_with_the_old_index(
         other_user, theirs_mode, embedder, system_actor, "Bob: I collect stamps."
     )
-    unchanged = remember_many(
-        user=user,
-        mode=personal,
-        items=[NewMemory(kind="fact", content="No speaker in this one.")],
-        actor=system_actor,
-        embedder=embedder,
-    )[0]
+    unchanged = Memory.all_owners.get(
+        pk=remember_many(
+            user=user,
+            mode=personal,
+            items=[NewMemory(kind="fact", content="No speaker in this one.")],
+            actor=system_actor,
+            embedder=embedder,
+        )[0].id
+    )
 
     def found_by_speaker():
         [top] = search_memories(
@@ -128,12 +131,12 @@ def test_reindex_gives_old_memories_their_speaker_and_runs_twice_safely(
     call_command("reindex_memories", user=str(user.pk), stdout=out)
     assert "1 users, 2 memories examined, 1 changed" in out.getvalue()
     rows = Memory.objects.for_owner(user=user, mode=personal)
-    assert rows.get(pk=mine.pk).blind_tokens == cipher_for(user).memory_index(
+    assert rows.get(pk=mine.id).blind_tokens == cipher_for(user).memory_index(
         "Alice: I love hiking in the Alps."
     )
-    assert rows.get(pk=unchanged.pk).blind_tokens == unchanged.blind_tokens
+    assert rows.get(pk=unchanged.id).blind_tokens == unchanged.blind_tokens
     # The other user was not asked for.
-    their_row = Memory.objects.for_owner(user=other_user, mode=theirs_mode).get(pk=theirs.pk)
+    their_row = Memory.objects.for_owner(user=other_user, mode=theirs_mode).get(pk=theirs.id)
     assert their_row.blind_tokens == cipher_for(other_user).blind_tokens("Bob: I collect stamps.")
     # After: Alice speaks, and the query is embedded as "What does someone love?".
     assert found_by_speaker() != pytest.approx(before, abs=1e-4)

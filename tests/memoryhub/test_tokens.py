@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryhub.tokens import Block, count_tokens, fit_to_budget
+from memoryhub import tokens
+from memoryhub.tokens import Block, count_tokens, count_tokens_many, fit_to_budget
 
 
 def words(count: int) -> str:
@@ -147,3 +148,18 @@ def test_fit_to_budget_rejects_a_negative_budget():
 def test_fit_to_budget_rejects_duplicate_keys():
     with pytest.raises(ValueError, match="unique"):
         fit_to_budget([block("a", 1, 1), block("a", 1, 2)], 10)
+
+
+def test_a_long_text_counts_the_same_when_its_count_is_remembered():
+    words, brackets = "hello world " * 200, "[" * 2400  # Each over CACHED_MIN_CHARS.
+    assert count_tokens_many([words, brackets, "short"]) == [400, 2400, 1]
+    assert count_tokens_many([brackets, words + "hello"]) == [2400, 401]
+    assert count_tokens_many([brackets, words]) == [2400, 400]
+
+
+def test_remembered_counts_are_bounded_and_hold_no_text(monkeypatch):
+    monkeypatch.setattr(tokens, "CACHED_COUNTS", 3)
+    texts = [f"memory {n} " + "word " * 300 for n in range(5)]
+    assert count_tokens_many(texts) == [302] * 5  # "memory", the number, 300 words.
+    assert len(tokens._COUNTS) == 3
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in tokens._COUNTS)

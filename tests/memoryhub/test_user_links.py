@@ -12,6 +12,8 @@ from django.contrib.auth.models import Group
 
 from accounts.roles import REVIEWERS_GROUP
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import (
     ConflictError,
     EmailMismatchError,
@@ -23,7 +25,6 @@ from memoryhub.errors import (
 )
 from memoryhub.models import ActorType, ApiKey, AuditEntry, Channel, Memory, User, UserLink
 from memoryhub.services.agents import create_personal_key
-from memoryhub.services.audit import record_access
 from memoryhub.services.user_links import (
     issue_user_link,
     link_user,
@@ -260,20 +261,20 @@ def test_the_migration_names_each_users_creator_from_its_audit_row(workspace, ag
     record_access(
         actor=Actor(ActorType.AGENT, str(agent.pk), Channel.API, label=agent.name),
         subject_user_id=created.pk,
-        action="user.create",
+        action=AuditAction.USER_CREATE,
     )
     create_user(workspace=workspace, external_id="u-10")  # No audit row names its creator.
     by_key = create_user(workspace=workspace, external_id="u-11")
     record_access(
         actor=Actor(ActorType.AGENT, "personal-key:7", Channel.API),
         subject_user_id=by_key.pk,
-        action="user.create",
+        action=AuditAction.USER_CREATE,
     )
     foreign = create_user(workspace=factories.make_workspace(), external_id="u-12")
     record_access(  # A row naming an agent of another workspace: never believed.
         actor=Actor(ActorType.AGENT, str(agent.pk), Channel.API),
         subject_user_id=foreign.pk,
-        action="user.create",
+        action=AuditAction.USER_CREATE,
     )
     migration = importlib.import_module("memoryhub.migrations.0023_user_link_proof")
     migration.record_creating_agents(apps, None)

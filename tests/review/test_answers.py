@@ -7,6 +7,7 @@ from datetime import date
 import pytest
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import subject_pseudonym
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryPausedError, NotFoundError
 from memoryhub.knowledge import answers as services
 from memoryhub.knowledge.forget import forget_user_data
@@ -18,7 +19,6 @@ from memoryhub.models import (
     LearningCandidate,
     Session,
 )
-from memoryhub.services.audit import subject_pseudonym
 from memoryhub.services.forget import ForgetSelector, delete_account, forget
 from review import decisions
 from review.queries import get_candidate

@@ -9,12 +9,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from memoryhub.actors import Actor
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.keyring import cipher_for
 from memoryhub.knowledge import answers as services
 from memoryhub.knowledge.documents import publish_document
+from memoryhub.memory_rows import decrypt_memory
 from memoryhub.models import AuditEntry, KnowledgeDocument, LearningCandidate, Memory, MemoryKind
-from memoryhub.queries.memories import decrypt_memory
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from review import decisions
 from tests import factories
 
@@ -254,9 +254,26 @@ def test_the_queue_page_charts_the_threshold_once_a_window_closes(
         reverse("review:candidate_approve", args=[candidate.pk]), {"answer": "Nine to seven."}
     )
     page = reviewer_client.get(reverse("review:queue")).content.decode()
-    assert "<polyline" in page
+    # One window is two lone dots as a chart: its figures in words instead (issue 29).
+    assert "<polyline" not in page and "One window of decisions has closed" in page
     assert "threshold 0.55" in page
     assert "approval rate 100%" in page
+
+
+def test_two_windows_draw_lines():
+    from django.utils import timezone
+
+    from review.chart import build_chart
+    from review.models import ThresholdChange
+
+    now = timezone.now()
+    windows = [
+        ThresholdChange(threshold=0.5, approval_rate=0.8, queue_size=3, created_at=now),
+        ThresholdChange(threshold=0.55, approval_rate=0.6, queue_size=1, created_at=now),
+    ]
+    chart = build_chart(windows)
+    assert not chart.is_single and len(chart.threshold_points.split()) == 2
+    assert chart.threshold_points.split()[0] != chart.threshold_points.split()[1]
 
 
 def test_a_proposed_fact_and_a_decided_candidate_render_without_decision_forms(
@@ -505,3 +522,36 @@ def test_the_queue_can_list_what_was_answered_for_users(reviewer_client, candida
     reviewer_client.post(answer_url(candidate), {"user_answer": "Opens at 9."})
     page = reviewer_client.get(reverse("review:queue"), {"status": "answered"}).content.decode()
     assert f"candidate-{candidate.pk}" in page
+
+
+def test_a_policy_question_cannot_be_turned_into_one_users_answer_or_to_do(
+    reviewer_client, report, user, personal
+):
+    policy = report(
+        "Can you tell me my colleague's salary?",
+        "I cannot share that.",
+        {"retrieval": 0.1, "policy": 0.0, "completeness": 0.8, "memory": 0.3},
+    ).candidate
+    assert policy.failure_class == "policy_block"
+    page = reviewer_client.get(
+        reverse("review:candidate_detail", args=[policy.pk])
+    ).content.decode()
+    assert "Needs the user" not in page and "Write it for this user" not in page
+    assert "the workspace’s rule" in page
+    for response in (
+        reviewer_client.post(needs_user_url(policy)),
+        reviewer_client.post(answer_url(policy), {"user_answer": "It is secret."}),
+    ):
+        assert response.status_code == 422
+        assert "a policy question is the workspace" in response.content.decode()
+    assert memories_of(user, personal) == []
+
+
+def test_a_needs_the_user_item_does_not_read_as_a_reviewers_answer(
+    client, reviewer_client, candidate, user
+):
+    reviewer_client.post(needs_user_url(candidate))
+    client.force_login(user)
+    page = client.get("/dashboard/").content.decode()
+    assert f"A reviewer could not answer your question “{QUESTION}” for you" in page
+    assert "A reviewer’s answer" not in page

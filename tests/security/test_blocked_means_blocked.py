@@ -13,7 +13,17 @@ from tests import factories
 from .conftest import API
 
 # Routes that name no user: the workspace graph's insights are workspace-wide, not one user's.
-NAMES_NO_USER = {("GET", "/graph/insights")}
+NAMES_NO_USER = {
+    ("GET", "/graph/insights"),
+    # The workspace's webhooks (issue 31): no user's memory, so no user's block applies.
+    ("GET", "/webhooks"),
+    ("POST", "/webhooks"),
+    ("POST", "/webhooks/{webhook_id}/rotate"),
+    ("POST", "/webhooks/{webhook_id}/disable"),
+    ("POST", "/webhooks/{webhook_id}/enable"),
+    ("GET", "/webhooks/{webhook_id}/deliveries"),
+    ("POST", "/webhooks/deliveries/{delivery_id}/replay"),
+}
 
 
 def _requests_for_alice(ids):

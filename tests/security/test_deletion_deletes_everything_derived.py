@@ -18,6 +18,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from memoryhub import graph
+from memoryhub.audit.log import verify_chain
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.keyring import cipher_for
 from memoryhub.models import (
@@ -33,8 +35,6 @@ from memoryhub.models import (
     UserKey,
 )
 from memoryhub.queries.export import export_user_data
-from memoryhub.services import graph
-from memoryhub.services.audit import verify_chain
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.users import ensure_mode
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.extraction import ExtractionError
 from memoryhub.models import Agent, ApiKey, AuditEntry, Mode, User
 from memoryhub.services.agents import create_personal_key
-from memoryhub.services.audit import mode_pseudonym, subject_pseudonym
 from memoryhub.services.ingest import run_extraction
 from tests import factories
 from tests.admin_forms import change_form_data

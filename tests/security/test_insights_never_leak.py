@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from memoryhub import graph
 from memoryhub.models import AuditEntry, GraphNode, NodeType
-from memoryhub.services import graph
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -117,11 +117,14 @@ def test_a_retried_batch_returns_the_first_batch(world):
     assert _count(world.alice) == 2
 
 
-def test_without_an_idempotency_key_every_write_is_new(world):
+def test_without_an_idempotency_key_a_repeat_adds_evidence_not_a_copy(world):
     body = {"user": "alice", "kind": "fact", "content": "Works at Acme"}
-    statuses = [world.agent_http.post("/memories", body).status_code for _ in range(2)]
-    assert statuses == [201, 201]
-    assert _count(world.alice) == 2
+    replies = [world.agent_http.post("/memories", body) for _ in range(2)]
+    assert [reply.status_code for reply in replies] == [201, 200]
+    assert replies[1].json()["evidence_count"] == 2
+    assert _count(world.alice) == 1
+    other = world.agent_http.post("/memories", {**body, "content": "Works at Hexa"})
+    assert other.status_code == 201 and _count(world.alice) == 2
 
 
 def test_the_same_key_with_another_request_is_422_and_writes_nothing(world):
@@ -145,8 +148,9 @@ def test_the_same_key_with_another_request_is_422_and_writes_nothing(world):
 
 def test_another_agent_key_owner_or_workspace_has_its_own_idempotency_keys(world):
     first = _remember(world.agent_http).json()
-    for http in (world.other_agent_http, world.alice_http):
-        response = _remember(http)
+    # Other words each time: the same words would add evidence to the first (issue 29).
+    for number, http in enumerate((world.other_agent_http, world.alice_http)):
+        response = _remember(http, content=f"Works at Acme, said again ({number})")
         assert response.status_code == 201
         assert response.json()["id"] != first["id"]
     stranger = _remember(world.stranger_http)
@@ -179,7 +183,11 @@ def test_an_idempotency_key_on_a_batch_item_is_422(world):
 def test_concurrent_retries_with_one_key_write_once(world):
     for round_number in range(4):
         key = f"race-{round_number}"
-        responses = _race([lambda key=key: _remember(world.agent_http, key=key)] * 2)
+        content = f"Works at Acme, round {round_number}"  # Not a repeat of the last round.
+        responses = _race(
+            [lambda key=key, content=content: _remember(world.agent_http, key=key, content=content)]
+            * 2
+        )
         assert sorted(r.status_code for r in responses) == [200, 201]
         assert responses[0].json()["id"] == responses[1].json()["id"]
     assert _count(world.alice) == 4
@@ -197,17 +205,18 @@ def _age(key, hours):
 def test_a_key_replays_for_the_window_and_is_a_new_write_once_swept(world, settings):
     settings.MEMORYHUB_IDEMPOTENCY_KEEP_HOURS = 24
     old = _remember(world.agent_http, key="old").json()
-    recent = _remember(world.agent_http, key="recent").json()
+    recent = _remember(world.agent_http, key="recent", content="Works at Hexa").json()
     _age("old", hours=25)
     _age("recent", hours=23)
     assert idempotency.sweep_idempotency_keys() == 1
     assert idempotency.sweep_idempotency_keys() == 0
-    retry_recent = _remember(world.agent_http, key="recent")
+    retry_recent = _remember(world.agent_http, key="recent", content="Works at Hexa")
     assert (retry_recent.status_code, retry_recent.json()["id"]) == (200, recent["id"])
+    assert retry_recent.json()["evidence_count"] == 1  # Replayed: nothing written.
     retry_old = _remember(world.agent_http, key="old")
-    assert retry_old.status_code == 201
-    assert retry_old.json()["id"] != old["id"]
-    assert _count(world.alice) == 3
+    # A new write, not a replay: the same words as a current memory add evidence to it.
+    assert (retry_old.json()["id"], retry_old.json()["evidence_count"]) == (old["id"], 2)
+    assert _count(world.alice) == 2
 
 
 def test_the_sweep_deletes_in_batches_until_none_is_left(world, settings, monkeypatch):

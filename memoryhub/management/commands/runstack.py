@@ -10,6 +10,7 @@ PostgreSQL included.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -20,7 +21,13 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.embedded_db import stop_embedded_postgres
-from memoryhub.process_model import beat_command, web_command, worker_command
+from memoryhub.process_model import (
+    beat_command,
+    empty_metrics_dir,
+    wait_until_ready,
+    web_command,
+    worker_command,
+)
 
 CONSOLE_EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
@@ -49,6 +56,12 @@ class Command(BaseCommand):
             action="store_true",
             help="with --production: accept the embedded PostgreSQL (no DATABASE_URL)",
         )
+        parser.add_argument(
+            "--ready-timeout",
+            type=float,
+            default=120.0,
+            help="with --production: stop everything unless /readyz answers 200 within this",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         production = options["production"]
@@ -74,11 +87,24 @@ class Command(BaseCommand):
             ),
             "beat": beat_command(),
         }
-        processes = {name: subprocess.Popen(argv) for name, argv in commands.items()}  # noqa: S603
-        self.stdout.write(
-            f"MemoryHub runs on http://{options['host']}:{options['port']}/ (Ctrl-C stops it)"
-        )
+        environment = {**os.environ}
+        if production:
+            metrics_dir = empty_metrics_dir(
+                settings.METRICS_MULTIPROCESS_DIR or settings.DATA_DIR / "metrics"
+            )
+            environment["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+        processes = {
+            name: subprocess.Popen(argv, env=environment)  # noqa: S603  # Our own command lines.
+            for name, argv in commands.items()
+        }
         try:
+            if production:
+                self._wait_until_ready(
+                    options["host"], options["port"], options["ready_timeout"], processes["web"]
+                )
+            self.stdout.write(
+                f"MemoryHub runs on http://{options['host']}:{options['port']}/ (Ctrl-C stops it)"
+            )
             self._supervise(processes)
         finally:
             self._stop(processes)
@@ -111,6 +137,20 @@ class Command(BaseCommand):
             )
         if problems:
             raise CommandError("not a production set-up: " + "; ".join(problems))
+
+    def _wait_until_ready(
+        self, host: str, port: int, timeout: float, web: subprocess.Popen[bytes]
+    ) -> None:
+        # The same readiness an orchestrator polls: database, broker, embedding model loaded.
+        probe_host = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104
+        is_ready, body = wait_until_ready(
+            host=probe_host, port=port, timeout=timeout, is_alive=lambda: web.poll() is None
+        )
+        if web.poll() is not None:
+            raise CommandError(f"the web server exited with status {web.returncode}")
+        if not is_ready:
+            raise CommandError(f"the web server was not ready within {timeout:g} s: {body}")
+        self.stdout.write(f"Ready: {body.get('checks')}")
 
     def _supervise(self, processes: dict[str, subprocess.Popen[bytes]]) -> None:
         stopping = False

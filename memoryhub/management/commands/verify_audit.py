@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memoryhub.services.audit import ChainHead, verify_chain
+from memoryhub.audit.log import ChainHead, verify_chain
+from memoryhub.metrics import record_audit_verification
 
 
 class Command(BaseCommand):
@@ -32,6 +33,11 @@ class Command(BaseCommand):
             except ValueError as error:
                 raise CommandError(str(error)) from None
         report = verify_chain(anchor=anchor)
+        record_audit_verification(
+            is_intact=report.is_intact,
+            rows_checked=report.rows_checked,
+            chains_checked=report.chains_checked,
+        )
         if report.is_intact:
             self.stdout.write(
                 f"Audit chain intact: {report.rows_checked} row(s) in "

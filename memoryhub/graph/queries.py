@@ -17,6 +17,8 @@ from django.db.models import Count
 from django.utils import timezone
 
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import KeyDestroyedError
 from memoryhub.fencing import fence_untrusted
 from memoryhub.injection import looks_like_instructions
@@ -30,8 +32,8 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.sealed_tables import NODE_TABLE
-from memoryhub.services.audit import record_access
-from memoryhub.services.graph import GOOD_ANSWER_WEIGHT
+
+from .recording import GOOD_ANSWER_WEIGHT
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 50
@@ -173,7 +175,7 @@ def graph_insights(
         return GraphInsights(enabled=enabled, nodes=nodes, min_nodes=threshold)
     texts = {node_id: _decrypt(cipher, node_id, blob) for _, _, node_id, _, blob, _, _ in rows[1:]}
     # An item or question that reads like instructions is shown to no agent (older nodes may
-    # predate the write-time check in services/graph/recording.py).
+    # predate the write-time check in graph/recording.py).
     shown = {node_id for node_id, text in texts.items() if not looks_like_instructions(text)}
     popular = tuple(
         PopularItem(name=texts[node_id], count=hits, node_type=node_type)
@@ -188,7 +190,7 @@ def graph_insights(
     record_access(
         actor=actor,
         subject_user_id=None,
-        action="graph.insights",
+        action=AuditAction.GRAPH_INSIGHTS,
         object_ids=[workspace.slug, *(str(node_id) for node_id in sorted(shown))],
     )
     return GraphInsights(
@@ -230,7 +232,10 @@ def graph_overview(workspace: Workspace, *, actor: Actor, runs: int = 10) -> Gra
     """Node and edge counts by type, the insights (whatever the threshold), the last runs."""
     # The page decrypts (scrubbed) questions of the workspace's users: the look is audited.
     record_access(
-        actor=actor, subject_user_id=None, action="graph.overview", object_ids=[workspace.slug]
+        actor=actor,
+        subject_user_id=None,
+        action=AuditAction.GRAPH_OVERVIEW,
+        object_ids=[workspace.slug],
     )
     nodes = (
         GraphNode.objects.filter(workspace=workspace)

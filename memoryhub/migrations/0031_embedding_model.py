@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memoryhub', '0029_journal_usage'),
+        ('memoryhub', '0030_webhooks'),
     ]
 
     operations = [

@@ -20,8 +20,11 @@ from django.utils import timezone
 
 from memoryhub import crypto, text_patterns
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction, admin_site_action
+from memoryhub.audit.changes import announce
 from memoryhub.models import AuditEntry
 from memoryhub.models.audit import LEGACY_CHAIN, SYSTEM_CHAIN
+from memoryhub.telemetry import audit_result_attributes, traced
 
 GENESIS_HASH = "0" * 64
 # A log head as verify_audit prints it: "<row id>:<digest of the chain heads up to it>".
@@ -97,18 +100,68 @@ def _chain_lock_key(chain: str) -> int:
     return zlib.crc32(chain.encode()) - 2**31
 
 
+@traced("audit.append", result_attributes=audit_result_attributes)
 def record_access(
     *,
     actor: Actor,
     subject_user_id: UUID | str | None,
-    action: str,
+    action: AuditAction,
     object_ids: Iterable[object] = (),
     mode: str = "",
+    workspace_id: int | None = None,
 ) -> AuditEntry:
     """Append one audit row chained to the previous row of its subject's chain.
 
     `mode` is the mode's slug; the row stores its pseudonym (see mode_pseudonym). Rows written
     before pseudonyms keep their slug, and their hash, as they are.
+
+    An action that changes something is announced to the change subscribers once the
+    transaction commits (memoryhub/audit/changes.py): the audit row and the announcement are
+    one event, so neither can happen without the other.
+    """
+    ids = [str(o) for o in object_ids]
+    entry = _append(
+        actor=actor, subject_user_id=subject_user_id, action=action, object_ids=ids, mode=mode
+    )
+    if action.is_change:
+        announce(
+            action=action,
+            actor=actor,
+            user_id=subject_user_id,
+            mode=mode,
+            object_ids=tuple(ids),
+            workspace_id=workspace_id,
+        )
+    return entry
+
+
+def record_admin_site_access(
+    *,
+    actor: Actor,
+    subject_user_id: UUID | str | None,
+    model_name: str,
+    verb: str,
+    object_ids: Iterable[object] = (),
+) -> AuditEntry:
+    """Append the audit row of an admin site's `verb` ("view", "change"…) on rows of a model."""
+    return _append(
+        actor=actor,
+        subject_user_id=subject_user_id,
+        action=admin_site_action(model_name, verb),
+        object_ids=[str(o) for o in object_ids],
+        mode="",
+    )
+
+
+def _append(
+    *,
+    actor: Actor,
+    subject_user_id: UUID | str | None,
+    action: str,
+    object_ids: list[str],
+    mode: str,
+) -> AuditEntry:
+    """Append one row to its subject's chain.
 
     Both locks are held to the end of the outermost transaction: the next append to the chain
     must see this row committed, or two rows would link to the same predecessor. The shared
@@ -138,10 +191,10 @@ def record_access(
             actor_label=actor.label[:200],
             subject=subject,
             chain=chain,
-            action=action,
+            action=str(action),
             # Every id, however many: a row that silently kept only the first few would hide
             # the rest of what was read (a list of 10,000 ids is ~400 kB, stored compressed).
-            object_ids=[str(o) for o in object_ids],
+            object_ids=object_ids,
             mode=mode_pseudonym(subject, mode),
             channel=actor.channel,
             client_ip=actor.client_ip,

@@ -1,7 +1,9 @@
-"""The workspace knowledge graph's state changes (issue 9); import them from here.
+"""The workspace knowledge graph (issue 9), one capability package: its state changes here.
 
 recording.py writes answers, items, documents and feedback; maintenance.py decays, purges and
-erases. `forget_user_data` is the hook memoryhub/services/forget.py calls on every forget.
+erases; queries.py reads (insights for agents and context, the admin overview). The state
+changes are imported from the package itself. `forget_user_data` is the hook
+memoryhub/services/forget.py calls on every forget.
 """
 
 from .maintenance import decay_edges, erase_user, forget_user_data, purge_transient_nodes

@@ -23,6 +23,8 @@ from django.utils import timezone
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, InvalidInputError, KeyDestroyedError, NotFoundError
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import WorkspaceCipher, cipher_for, workspace_cipher
@@ -40,7 +42,6 @@ from memoryhub.models import (
 )
 from memoryhub.personal_data import scrub_personal_data
 from memoryhub.sealed_tables import ANSWER_TABLE, NODE_TABLE
-from memoryhub.services.audit import record_access
 
 TRANSIENT_TYPES = (NodeType.QUERY, NodeType.RESPONSE, NodeType.TOOL_CALL)
 # Decay never takes an edge below this; initial weights start at least here too, so the floor
@@ -370,7 +371,7 @@ def record_answer(*, answer_id: UUID | str, now: datetime | None = None) -> Reco
         record_access(
             actor=Actor.system("knowledge graph"),
             subject_user_id=record.user_id,
-            action="graph.record_answer",
+            action=AuditAction.GRAPH_RECORD_ANSWER,
             object_ids=[record.pk],
             mode=record.mode.slug,
         )

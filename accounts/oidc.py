@@ -1,0 +1,37 @@
+"""The OpenID Connect provider's adapter: MemoryHub's scopes (one per mode) and its one resource.
+
+allauth.idp.oidc is the OAuth 2.1 authorization server of the MCP endpoint; a person grants a
+client the modes it may use by ticking their scopes on the consent page.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from allauth.idp.oidc.adapter import DefaultOIDCAdapter
+from django.core.exceptions import ValidationError
+
+from memoryhub.mcp.oauth import MCP_PATH, MODE_SCOPE_PREFIX, SCOPES_SUPPORTED
+
+
+class OIDCAdapter(DefaultOIDCAdapter):  # type: ignore[misc]  # mypy sees allauth.idp as Any.
+    scope_display: ClassVar[dict[str, str]] = {
+        **DefaultOIDCAdapter.scope_display,
+        **{
+            scope: f"Read and write your memory in the {scope.removeprefix(MODE_SCOPE_PREFIX)} mode"
+            for scope in SCOPES_SUPPORTED
+        },
+    }
+
+    def validate_resource_uris(self, *, uris: list[str], **kwargs: Any) -> None:
+        # Tokens are only ever for this hub's MCP endpoint (RFC 8707 resource indicators).
+        for uri in uris:
+            if urlsplit(uri).path.rstrip("/") != MCP_PATH:
+                raise ValidationError(f"unknown resource: {uri}")
+
+    def populate_server_metadata(self, data: dict[str, str | list[str]]) -> None:
+        # OAuth 2.1: the authorization code flow with PKCE (S256), no implicit flows.
+        data["code_challenge_methods_supported"] = ["S256"]
+        data["response_types_supported"] = ["code"]
+        data["scopes_supported"] = [*data.get("scopes_supported", []), *SCOPES_SUPPORTED]

@@ -1,0 +1,337 @@
+// MemoryHub: every API operation as a typed method over openapi-fetch, with retries that honour
+// Retry-After, generated idempotency keys for memory writes, paging and typed errors.
+
+import createClient, { type Client } from "openapi-fetch";
+
+import { errorFor, TransportError } from "./errors.js";
+import { DEFAULT_RETRY, parseRetryAfter, RETRY_STATUSES, retryDelay, type RetryPolicy } from "./retry.js";
+import type { components, paths } from "./schema.js";
+
+export type Schemas = components["schemas"];
+type Json = Record<string, unknown>;
+type GetQuery<P extends keyof paths> = paths[P] extends {
+  get: { parameters: { query?: infer Q } };
+}
+  ? NonNullable<Q>
+  : never;
+type Scope = Schemas["ScopeIn"];
+
+export const API_PREFIX = "/api/v1";
+
+/** Each method's HTTP method and path; a test fails when they and openapi.json disagree. */
+export const OPERATIONS = {
+  createUser: ["POST", "/users"],
+  getUser: ["GET", "/users/{external_id}"],
+  createUserLink: ["POST", "/users/{external_id}/link"],
+  remember: ["POST", "/memories"],
+  rememberMany: ["POST", "/memories/batch"],
+  listMemories: ["GET", "/memories"],
+  getMemory: ["GET", "/memories/{memory_id}"],
+  editMemory: ["PATCH", "/memories/{memory_id}"],
+  deleteMemory: ["DELETE", "/memories/{memory_id}"],
+  forget: ["POST", "/forget"],
+  getForgetTask: ["GET", "/forget/tasks/{task_id}"],
+  addJournalEntry: ["POST", "/journal"],
+  listJournal: ["GET", "/journal"],
+  resolveJournalEntry: ["POST", "/journal/{entry_id}/resolve"],
+  getProfile: ["GET", "/profile"],
+  listOpenItems: ["GET", "/open-items"],
+  startSession: ["POST", "/sessions"],
+  addMessage: ["POST", "/sessions/{session_id}/messages"],
+  endSession: ["POST", "/sessions/{session_id}/end"],
+  putWorkingMemory: ["PUT", "/sessions/{session_id}/working-memory"],
+  getWorkingMemory: ["GET", "/sessions/{session_id}/working-memory"],
+  search: ["POST", "/search"],
+  getContext: ["POST", "/context"],
+  reportAnswer: ["POST", "/answers"],
+  answerFeedback: ["POST", "/answers/{answer_id}/feedback"],
+  proposeKnowledge: ["POST", "/knowledge/candidates"],
+  graphInsights: ["GET", "/graph/insights"],
+} as const;
+
+// Writes that are safe to send twice: they carry an idempotency key, only read, or are
+// create-or-get / set-to-a-value. Any other write is not resent after a broken connection.
+const REPEATABLE_POSTS = [
+  /\/memories$/,
+  /\/memories\/batch$/,
+  /\/search$/,
+  /\/context$/,
+  /\/users$/,
+  /\/sessions\/[^/]+\/end$/,
+  /\/journal\/[^/]+\/resolve$/,
+];
+
+function isRepeatable(request: Request): boolean {
+  if (request.method === "GET" || request.method === "PUT") return true;
+  const path = new URL(request.url).pathname;
+  return request.method === "POST" && REPEATABLE_POSTS.some((pattern) => pattern.test(path));
+}
+
+export interface MemoryHubOptions {
+  /** The server, e.g. http://127.0.0.1:8000 (`/api/v1` may be given or left out). */
+  baseUrl: string;
+  /** An agent key or a personal access key (`mh_…`). */
+  key: string;
+  retry?: Partial<RetryPolicy>;
+  /** Waits between tries, in seconds (for tests; defaults to a timer). */
+  sleep?: (seconds: number) => Promise<void>;
+  fetch?: (request: Request) => Promise<Response>;
+}
+
+/** Fetch that retries 429 and 503 after Retry-After (or backoff), and repeatable requests after
+ * a broken connection. 429 and 503 are answered before or instead of doing the work. */
+function retryingFetch(
+  policy: RetryPolicy,
+  sleep: (seconds: number) => Promise<void>,
+  send: (request: Request) => Promise<Response>,
+): (request: Request) => Promise<Response> {
+  return async (request) => {
+    for (let attempt = 1; ; attempt++) {
+      let wait: number | null;
+      try {
+        const response = await send(request.clone());
+        if (!RETRY_STATUSES.has(response.status)) return response;
+        wait = retryDelay(policy, attempt, parseRetryAfter(response.headers.get("Retry-After")));
+        if (wait === null) return response;
+        await response.body?.cancel();
+      } catch (error) {
+        wait = isRepeatable(request) ? retryDelay(policy, attempt, null) : null;
+        if (wait === null) {
+          throw new TransportError(`${request.method} ${request.url}: ${String(error)}`, {
+            cause: error,
+          });
+        }
+      }
+      await sleep(wait);
+    }
+  };
+}
+
+async function unwrap<T>(
+  pending: Promise<{ data?: T; error?: unknown; response: Response }>,
+): Promise<T> {
+  const { data, error, response } = await pending;
+  if (!response.ok) {
+    throw errorFor(response.status, error, parseRetryAfter(response.headers.get("Retry-After")));
+  }
+  return data as T;
+}
+
+function newIdempotencyKey(): string {
+  return `mhc-${crypto.randomUUID()}`;
+}
+
+export class MemoryHub {
+  /** The typed openapi-fetch client underneath, for anything the methods do not cover. */
+  readonly api: Client<paths>;
+
+  constructor(options: MemoryHubOptions) {
+    const root = options.baseUrl.replace(/\/+$/, "").replace(/\/api\/v1$/, "");
+    const policy = { ...DEFAULT_RETRY, ...options.retry };
+    const sleep =
+      options.sleep ?? ((seconds: number) => new Promise<void>((r) => setTimeout(r, seconds * 1000)));
+    this.api = createClient<paths>({
+      baseUrl: root,
+      headers: { Authorization: `Bearer ${options.key}` },
+      fetch: retryingFetch(policy, sleep, options.fetch ?? ((request) => fetch(request))),
+    });
+  }
+
+  // Users
+
+  /** Create an end user of the agent's workspace, or get the one with this external_id. */
+  createUser(body: Schemas["UserIn"]) {
+    return unwrap(this.api.POST("/api/v1/users", { body }));
+  }
+
+  /** One user by external_id or UUID; `me` is a personal key's own user. */
+  getUser(externalId = "me") {
+    return unwrap(
+      this.api.GET("/api/v1/users/{external_id}", { params: { path: { external_id: externalId } } }),
+    );
+  }
+
+  /** A one-time link that lets the person's login reach this user. */
+  createUserLink(externalId: string, body: Schemas["UserLinkIn"]) {
+    return unwrap(
+      this.api.POST("/api/v1/users/{external_id}/link", {
+        params: { path: { external_id: externalId } },
+        body,
+      }),
+    );
+  }
+
+  // Memories
+
+  /** Remember one item; an idempotency key is generated when none is given, so a retry after
+   * a lost answer returns the first write instead of storing it twice. */
+  remember(body: Schemas["MemoryIn"]) {
+    const idempotency_key = body.idempotency_key ?? newIdempotencyKey();
+    return unwrap(this.api.POST("/api/v1/memories", { body: { ...body, idempotency_key } }));
+  }
+
+  /** Remember several items, all or none (idempotency key generated as for `remember`). */
+  rememberMany(body: Schemas["MemoryBatchIn"]) {
+    const idempotency_key = body.idempotency_key ?? newIdempotencyKey();
+    return unwrap(this.api.POST("/api/v1/memories/batch", { body: { ...body, idempotency_key } }));
+  }
+
+  /** One page, newest first: `items` and `next_cursor` (see `iterMemories`). */
+  listMemories(query: GetQuery<"/api/v1/memories"> = {}) {
+    return unwrap(this.api.GET("/api/v1/memories", { params: { query } }));
+  }
+
+  /** Every memory, newest first, fetching pages as the iteration goes. */
+  async *iterMemories(
+    query: Omit<GetQuery<"/api/v1/memories">, "cursor"> = {},
+  ): AsyncGenerator<Schemas["MemoryOut"]> {
+    let cursor: string | null | undefined;
+    do {
+      const page = await this.listMemories({ ...query, cursor });
+      yield* page.items;
+      cursor = page.next_cursor;
+    } while (cursor);
+  }
+
+  getMemory(memoryId: string, scope: Scope = {}) {
+    return unwrap(
+      this.api.GET("/api/v1/memories/{memory_id}", {
+        params: { path: { memory_id: memoryId }, query: scope },
+      }),
+    );
+  }
+
+  /** Change a memory's content, importance or payload (the previous content is kept). */
+  editMemory(memoryId: string, body: Schemas["MemoryPatchIn"], scope: Scope = {}) {
+    return unwrap(
+      this.api.PATCH("/api/v1/memories/{memory_id}", {
+        params: { path: { memory_id: memoryId }, query: scope },
+        body,
+      }),
+    );
+  }
+
+  deleteMemory(memoryId: string, scope: Scope = {}) {
+    return unwrap(
+      this.api.DELETE("/api/v1/memories/{memory_id}", {
+        params: { path: { memory_id: memoryId }, query: scope },
+      }),
+    );
+  }
+
+  /** Forget for good by ids, query, topic or period; a large one comes back as a task (202). */
+  forget(body: Schemas["ForgetIn"]) {
+    return unwrap(this.api.POST("/api/v1/forget", { body }));
+  }
+
+  getForgetTask(taskId: string, scope: Scope = {}) {
+    return unwrap(
+      this.api.GET("/api/v1/forget/tasks/{task_id}", {
+        params: { path: { task_id: taskId }, query: scope },
+      }),
+    );
+  }
+
+  // Journal
+
+  addJournalEntry(body: Schemas["JournalIn"]) {
+    return unwrap(this.api.POST("/api/v1/journal", { body }));
+  }
+
+  listJournal(query: GetQuery<"/api/v1/journal"> = {}) {
+    return unwrap(this.api.GET("/api/v1/journal", { params: { query } }));
+  }
+
+  resolveJournalEntry(entryId: string, scope: Scope = {}) {
+    return unwrap(
+      this.api.POST("/api/v1/journal/{entry_id}/resolve", {
+        params: { path: { entry_id: entryId }, query: scope },
+      }),
+    );
+  }
+
+  // Profile
+
+  getProfile(scope: Scope = {}) {
+    return unwrap(this.api.GET("/api/v1/profile", { params: { query: scope } }));
+  }
+
+  listOpenItems(scope: Scope = {}) {
+    return unwrap(this.api.GET("/api/v1/open-items", { params: { query: scope } }));
+  }
+
+  // Sessions
+
+  startSession(body: Schemas["SessionIn"] = {}) {
+    return unwrap(this.api.POST("/api/v1/sessions", { body }));
+  }
+
+  addMessage(sessionId: string, body: Schemas["MessageIn"]) {
+    return unwrap(
+      this.api.POST("/api/v1/sessions/{session_id}/messages", {
+        params: { path: { session_id: sessionId } },
+        body,
+      }),
+    );
+  }
+
+  /** End the session; its extraction is queued (ending it again changes nothing). */
+  endSession(sessionId: string) {
+    return unwrap(
+      this.api.POST("/api/v1/sessions/{session_id}/end", {
+        params: { path: { session_id: sessionId } },
+      }),
+    );
+  }
+
+  putWorkingMemory(sessionId: string, data: Json) {
+    return unwrap(
+      this.api.PUT("/api/v1/sessions/{session_id}/working-memory", {
+        params: { path: { session_id: sessionId } },
+        body: data,
+      }),
+    );
+  }
+
+  getWorkingMemory(sessionId: string) {
+    return unwrap(
+      this.api.GET("/api/v1/sessions/{session_id}/working-memory", {
+        params: { path: { session_id: sessionId } },
+      }),
+    );
+  }
+
+  // Recall
+
+  search(body: Schemas["SearchIn"]) {
+    return unwrap(this.api.POST("/api/v1/search", { body }));
+  }
+
+  /** The assembled context for a message: ordered blocks, untrusted ones fenced. */
+  getContext(body: Schemas["ContextIn"]) {
+    return unwrap(this.api.POST("/api/v1/context", { body }));
+  }
+
+  // Answers
+
+  reportAnswer(body: Schemas["AnswerIn"]) {
+    return unwrap(this.api.POST("/api/v1/answers", { body }));
+  }
+
+  answerFeedback(answerId: string, body: Schemas["FeedbackIn"]) {
+    return unwrap(
+      this.api.POST("/api/v1/answers/{answer_id}/feedback", {
+        params: { path: { answer_id: answerId } },
+        body,
+      }),
+    );
+  }
+
+  proposeKnowledge(body: Schemas["KnowledgeCandidateIn"]) {
+    return unwrap(this.api.POST("/api/v1/knowledge/candidates", { body }));
+  }
+
+  graphInsights(query: GetQuery<"/api/v1/graph/insights"> = {}) {
+    return unwrap(this.api.GET("/api/v1/graph/insights", { params: { query } }));
+  }
+}

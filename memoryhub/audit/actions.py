@@ -1,0 +1,234 @@
+"""The catalogue of audit actions: each stored string, its words for the user, what it changes.
+
+Every `record_access` names one of these. The stored strings are the ones rows already hold,
+so no row is rewritten; add a member here (with its words) for a new kind of access or change.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, StrEnum
+
+
+class Changes(Enum):
+    """What an audited action changes; the change hook announces all but NOTHING."""
+
+    NOTHING = "nothing"  # A read, a disclosure or a refusal.
+    STATE = "state"  # Something other than memory rows: sessions, settings, links, roles…
+    MEMORY = "memory"  # Memory rows: created, rewritten, confirmed, deleted.
+
+
+class AuditAction(StrEnum):
+    """An audit action: its stored value, its words ("… read a memory"), what it changes."""
+
+    words: str
+    changes: Changes
+
+    def __new__(cls, value: str, words: str, changes: Changes) -> AuditAction:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.words = words
+        member.changes = changes
+        return member
+
+    @property
+    def is_change(self) -> bool:
+        return self.changes is not Changes.NOTHING
+
+    @property
+    def changes_memory(self) -> bool:
+        return self.changes is Changes.MEMORY
+
+    # Memory rows.
+    MEMORY_CREATE = "memory.create", "remembered something", Changes.MEMORY
+    MEMORY_EDIT = "memory.edit", "edited a memory", Changes.MEMORY
+    MEMORY_REINFORCE = (
+        "memory.reinforce",
+        "said again something already remembered",
+        Changes.MEMORY,
+    )
+    MEMORY_DELETE = "memory.delete", "deleted memories", Changes.MEMORY
+    MEMORY_FORGET = "memory.forget", "forgot memories", Changes.MEMORY
+    MEMORY_CONFIRM = "memory.confirm", "confirmed a memory", Changes.MEMORY
+    MEMORY_REJECT = "memory.reject", "rejected a memory", Changes.MEMORY
+    # Written by earlier versions (a contradiction resolved); kept for their rows' words.
+    MEMORY_RESOLVE = "memory.resolve", "resolved a contradiction", Changes.MEMORY
+    MEMORY_COPY = "memory.copy", "copied a memory to another mode", Changes.MEMORY
+    MEMORY_CONSOLIDATE = "memory.consolidate", "folded episodes into a theme", Changes.MEMORY
+    MEMORY_EXTRACT = "memory.extract", "remembered things from a conversation", Changes.MEMORY
+    SESSION_COMPACT = "session.compact", "summarised a long conversation", Changes.MEMORY
+    ACCOUNT_DELETE = "account.delete", "deleted the account", Changes.MEMORY
+    # Reads of memory.
+    DASHBOARD_LIST = "dashboard.list", "viewed memories in the dashboard", Changes.NOTHING
+    MEMORY_LIST = "memory.list", "listed memories", Changes.NOTHING
+    MEMORY_READ = "memory.read", "read a memory", Changes.NOTHING
+    MEMORY_HISTORY = "memory.history", "read a memory's history", Changes.NOTHING
+    MEMORY_PROVENANCE = "memory.provenance", "asked why a memory is kept", Changes.NOTHING
+    MEMORY_SEARCH = "memory.search", "searched memories", Changes.NOTHING
+    PROFILE_READ = "profile.read", "read the profile", Changes.NOTHING
+    OPEN_ITEMS_LIST = "open_items.list", "listed open items", Changes.NOTHING
+    CONTEXT_ASSEMBLE = "context.assemble", "assembled context for a reply", Changes.NOTHING
+    ACCOUNT_EXPORT = "account.export", "exported all data", Changes.NOTHING
+    FORGET_PREVIEW = "forget.preview", "previewed what a forget would delete", Changes.NOTHING
+    TRANSCRIPT_SENT_TO_LLM = (
+        "transcript.sent_to_llm",
+        "sent a conversation to the language model to learn from it",
+        Changes.NOTHING,
+    )
+    # The user's settings and agents.
+    MEMORY_PAUSE = "memory.pause", "paused memory", Changes.STATE
+    MEMORY_RESUME = "memory.resume", "resumed memory", Changes.STATE
+    MODE_MEMORY_OFF = "mode.memory_off", "turned memory off in a mode", Changes.STATE
+    MODE_MEMORY_ON = "mode.memory_on", "turned memory on in a mode", Changes.STATE
+    SETTINGS_RETENTION = "settings.retention", "changed retention", Changes.STATE
+    AGENT_BLOCK = "agent.block", "blocked an agent", Changes.STATE
+    AGENT_UNBLOCK = "agent.unblock", "unblocked an agent", Changes.STATE
+    API_KEY_REVOKE_ALL = (
+        "api_key.revoke_all",
+        "revoked your personal keys (your password changed)",
+        Changes.STATE,
+    )
+    ACCESS_REFUSED = (
+        "access.refused",
+        "tried to reach your memory (you blocked this agent)",
+        Changes.NOTHING,
+    )
+    ACCESS_LOG_VIEW = "access_log.view", "read this access log", Changes.NOTHING
+    # Roles, users and the logins linked to them.
+    ROLE_GRANT_REVIEWER = "role.grant_reviewer", "made you a reviewer", Changes.STATE
+    ROLE_GRANT_ADMIN = "role.grant_admin", "made you an admin", Changes.STATE
+    ROLE_REVOKE_REVIEWER = "role.revoke_reviewer", "took away your reviewer role", Changes.STATE
+    ROLE_REVOKE_ADMIN = "role.revoke_admin", "took away your admin role", Changes.STATE
+    USER_CREATE = "user.create", "created your user record", Changes.STATE
+    USER_READ = "user.read", "read your user record", Changes.NOTHING
+    USER_LINK_ISSUE = (
+        "user.link_issue",
+        "made a link to connect your login to this user",
+        Changes.STATE,
+    )
+    USER_LINK = "user.link", "connected your login to this user", Changes.STATE
+    USER_LINK_UNDO = (
+        "user.link_undo",
+        "undid the link of a login to this user: the login left it",
+        Changes.STATE,
+    )
+    # Conversations.
+    SESSION_START = "session.start", "started a conversation", Changes.STATE
+    SESSION_END = "session.end", "ended a conversation", Changes.STATE
+    SESSION_LIST = "session.list", "listed its recent conversations", Changes.NOTHING
+    WORKING_MEMORY_READ = (
+        "working_memory.read",
+        "read its working notes of a conversation",
+        Changes.NOTHING,
+    )
+    WORKING_MEMORY_WRITE = (
+        "working_memory.write",
+        "wrote its working notes of a conversation",
+        Changes.STATE,
+    )
+    JOURNAL_CREATE = "journal.create", "noted what it told you", Changes.STATE
+    JOURNAL_READ = "journal.read", "read its notes of what it told you", Changes.NOTHING
+    JOURNAL_LIST = "journal.list", "listed its notes of what it told you", Changes.NOTHING
+    JOURNAL_RESOLVE = "journal.resolve", "closed one of its notes", Changes.STATE
+    # Answers, the knowledge base and its review.
+    ANSWER_REPORT = "answer.report", "reported an answer it gave", Changes.STATE
+    ANSWER_FEEDBACK = "answer.feedback", "recorded your feedback on an answer", Changes.STATE
+    KNOWLEDGE_PROPOSE = "knowledge.propose", "proposed workspace knowledge", Changes.STATE
+    GRAPH_RECORD_ANSWER = (
+        "graph.record_answer",
+        "added an answer you were given to the workspace's knowledge graph",
+        Changes.STATE,
+    )
+    REVIEW_CANDIDATE_VIEW = (
+        "review.candidate_view",
+        "read a scrubbed question for review",
+        Changes.NOTHING,
+    )
+    REVIEW_QUEUE_VIEW = (
+        "review.queue_view",
+        "saw a scrubbed question in the review queue",
+        Changes.NOTHING,
+    )
+    REVIEW_CANDIDATE_APPROVE = (
+        "review.candidate_approve",
+        "published a scrubbed question to the knowledge base",
+        Changes.STATE,
+    )
+    REVIEW_CANDIDATE_REJECT = (
+        "review.candidate_reject",
+        "rejected a scrubbed question in review",
+        Changes.STATE,
+    )
+    REVIEW_CANDIDATE_SKIP = (
+        "review.candidate_skip",
+        "skipped a scrubbed question in review",
+        Changes.STATE,
+    )
+    REVIEW_NAMES_READ = (
+        "review.names_read",
+        "read your name to scrub it from a question for review",
+        Changes.NOTHING,
+    )
+    REVIEW_ANSWER_FOR_USER = (
+        "review.answer_for_user",
+        "answered a question of yours, for you to confirm",
+        Changes.STATE,
+    )
+    REVIEW_NEEDS_USER = (
+        "review.needs_user",
+        "left you a question only you can answer",
+        Changes.STATE,
+    )
+    # Webhooks of a workspace (memoryhub/webhooks/; never about one user).
+    WEBHOOK_CREATE = "webhook.create", "added a webhook endpoint", Changes.STATE
+    WEBHOOK_ROTATE = "webhook.rotate", "rotated a webhook endpoint's secret", Changes.STATE
+    WEBHOOK_ENABLE = "webhook.enable", "enabled a webhook endpoint", Changes.STATE
+    WEBHOOK_DISABLE = "webhook.disable", "disabled a webhook endpoint", Changes.STATE
+    WEBHOOK_REPLAY = "webhook.replay", "sent a webhook delivery again", Changes.STATE
+    WEBHOOK_LIST = "webhook.list", "listed webhook endpoints or deliveries", Changes.NOTHING
+    WEBHOOK_TEXT_SENT = (
+        "webhook.text_sent",
+        "sent a memory's text to a webhook endpoint allowed to receive it",
+        Changes.NOTHING,
+    )
+    # The audit log itself, and admins' pages (the last three are never about one user).
+    AUDIT_VIEW = "audit.view", "read the audit log about you", Changes.NOTHING
+    AUDIT_EXPORT = "audit.export", "exported the audit log about you", Changes.NOTHING
+    ADMIN_USER_LINKS = (
+        "admin.user_links",
+        "listed the logins linked to agents' users",
+        Changes.NOTHING,
+    )
+    ADMIN_HEALTH = "admin.health", "looked at the service's health", Changes.NOTHING
+    GRAPH_INSIGHTS = "graph.insights", "read the knowledge graph's insights", Changes.NOTHING
+    GRAPH_OVERVIEW = "graph.overview", "looked at the knowledge graph", Changes.NOTHING
+
+
+# What an admin did to a row in the admin site: stored as "admin.<model>.<verb>"
+# (memoryhub/admin.py), a family of actions rather than members of the catalogue.
+ADMIN_SITE_PREFIX = "admin."
+ADMIN_VERBS: dict[str, str] = {
+    "add": "added",
+    "change": "changed",
+    "delete": "deleted",
+    "view": "viewed",
+    "list": "listed",
+}
+
+
+_BY_VALUE: dict[str, AuditAction] = {action.value: action for action in AuditAction}
+
+
+def admin_site_action(model_name: str, verb: str) -> str:
+    """The stored action of an admin site's `verb` on a row of `model_name` (40 characters at most)."""
+    return f"{ADMIN_SITE_PREFIX}{model_name}.{verb}"[:40]
+
+
+def action_words(stored: str) -> str:
+    """A stored action in the user's words; an unknown one spelled out from its parts."""
+    action = _BY_VALUE.get(stored)
+    if action is not None:
+        return action.words
+    parts = stored.split(".")
+    if len(parts) == 3 and f"{parts[0]}." == ADMIN_SITE_PREFIX and parts[2] in ADMIN_VERBS:
+        return f"{ADMIN_VERBS[parts[2]]} a record ({parts[1]}) in the admin site"
+    return stored.replace(".", ": ").replace("_", " ")

@@ -1,0 +1,204 @@
+"""clients/python (memoryhub_client) against the OpenAPI schema and a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+
+import httpx
+import pytest
+from memoryhub_client import (
+    OPERATIONS,
+    AsyncMemoryHub,
+    InvalidInputError,
+    MemoryHub,
+    NotAuthenticatedError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+    RetryPolicy,
+    TransportError,
+)
+
+from memoryhub.api.api import api
+from memoryhub.models import ApiKey
+from memoryhub.services.agents import key_owner
+from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
+from tests import factories
+
+PREFIX = "/api/v1"
+
+
+def _schema_operations():
+    schema = api.get_openapi_schema()
+    components = schema["components"]["schemas"]
+    for path, methods in schema["paths"].items():
+        for method, operation in methods.items():
+            names = {p["name"] for p in operation.get("parameters", [])}
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is not None:
+                ref = body["schema"].get("$ref")
+                if ref is None:
+                    names.add("data")  # A free-form JSON object: the method's `data`.
+                else:
+                    properties = components[ref.rsplit("/", 1)[1]]["properties"]
+                    names |= {n for n, p in properties.items() if not p.get("deprecated")}
+            yield method.upper(), path.removeprefix(PREFIX), names
+
+
+def test_the_client_and_the_openapi_schema_agree_on_every_operation():
+    schema_operations = {(method, path): names for method, path, names in _schema_operations()}
+    assert set(OPERATIONS.values()) == set(schema_operations), "an operation is missing"
+    for name, route in OPERATIONS.items():
+        for client in (MemoryHub, AsyncMemoryHub):
+            assert callable(getattr(client, name)), (client, name)
+        parameters = set(inspect.signature(getattr(MemoryHub, name)).parameters) - {"self"}
+        assert parameters == schema_operations[route], name
+
+
+@pytest.fixture
+def agent_key(transactional_db):
+    return factories.make_agent(factories.make_workspace(), "assistant")[1]
+
+
+@pytest.fixture
+def hub(live_server, agent_key):
+    with MemoryHub(live_server.url, agent_key) as client:
+        yield client
+
+
+def test_an_agent_loop_runs_through_the_sync_client(hub, embedder):
+    assert hub.create_user("u-1", display_name="Dana")["external_id"] == "u-1"
+    peanuts = hub.remember("u-1", "Dana is allergic to peanuts", importance="high")
+    hub.remember_many(
+        "u-1", [{"kind": "preference", "content": f"Dana likes tea {n}"} for n in range(4)]
+    )
+    every = list(hub.iter_memories("u-1", page_size=2))
+    assert len(every) == 5 and every[-1]["id"] == peanuts["id"]
+    found = hub.search("u-1", "what food is dangerous for Dana?", k=1)["results"]
+    assert [m["id"] for m in found] == [peanuts["id"]]
+    session = hub.start_session("u-1")
+    assert hub.add_message(session["id"], "user", "Suggest a snack?")["seq"] == 1
+    context = hub.get_context("u-1", "Suggest a snack?", session=session["id"])
+    assert any("peanuts" in block["text"] for block in context["blocks"])
+    assert hub.end_session(session["id"])["extraction_status"] == "queued"
+    answer = hub.report_answer(
+        "u-1",
+        question="Snack?",
+        answer="Rice crackers",
+        signals={"retrieval": 0.9, "policy": 1, "completeness": 0.9, "memory": 0.9},
+    )
+    assert hub.answer_feedback(answer["id"], "down")["captured"] is True
+    assert hub.forget("u-1", memory_ids=[peanuts["id"]])["forgotten"] == 1
+
+
+def test_errors_are_typed_and_carry_the_api_code(hub, live_server):
+    with pytest.raises(NotFoundError) as not_found:
+        hub.get_profile("nobody")
+    assert (not_found.value.status, not_found.value.code) == (404, "not_found")
+    with pytest.raises(InvalidInputError) as bad_kind:
+        hub.remember("nobody", "x", kind="wish")  # type: ignore[arg-type]
+    assert bad_kind.value.code == "invalid_input"
+    assert bad_kind.value.errors[0]["loc"][-1] == "kind"
+    hub.create_user("u-2")
+    with pytest.raises(PermissionDeniedError) as forbidden:
+        hub.remember("u-2", "x", source="user")
+    assert forbidden.value.code == "forbidden"
+    with (
+        pytest.raises(NotAuthenticatedError) as unauthenticated,
+        MemoryHub(live_server.url, "mh_wrong") as stranger,
+    ):
+        stranger.get_profile("nobody")
+    assert unauthenticated.value.code == "not_authenticated"
+
+
+class _LosesTheFirstAnswer(httpx.HTTPTransport):
+    """Sends every request, but drops the answer to the first write on each path but /users,
+    as a broken connection would after the server did the work."""
+
+    def __init__(self):
+        super().__init__()
+        self.bodies = []
+        self.paths = set()
+
+    def handle_request(self, request):
+        response = super().handle_request(request)
+        path = request.url.path
+        if request.method == "POST" and not path.endswith("/users"):
+            self.bodies.append(request.read())
+            if path not in self.paths:
+                self.paths.add(path)
+                response.read()
+                raise httpx.ReadError("connection reset", request=request)
+        return response
+
+
+def test_a_write_whose_answer_was_lost_is_retried_with_its_generated_idempotency_key(
+    live_server, agent_key, embedder
+):
+    transport = _LosesTheFirstAnswer()
+    with MemoryHub(live_server.url, agent_key, transport=transport, sleep=lambda _: None) as hub:
+        hub.create_user("u-1")
+        memory = hub.remember("u-1", "Dana lives in Lyon")
+        assert [m["id"] for m in hub.iter_memories("u-1")] == [memory["id"]]
+        lost, retried = (json.loads(body) for body in transport.bodies)
+        assert lost["idempotency_key"] == retried["idempotency_key"]
+        assert lost["idempotency_key"].startswith("mhc-")
+        # Without an idempotency key the client cannot know whether the server did it: it does
+        # not try again, it says so.
+        with pytest.raises(TransportError):
+            hub.start_session("u-1")
+
+
+def _one_slot_taken(agent_key, settings):
+    settings.MEMORYHUB_MAX_CONCURRENT_REQUESTS = 1
+    return acquire_request_slot(key_owner(ApiKey.objects.get(agent__isnull=False)))
+
+
+def test_a_429_is_retried_after_the_retry_after_the_server_sent(hub, agent_key, settings):
+    hub.create_user("u-1")
+    slot = _one_slot_taken(agent_key, settings)
+    waits = []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        release_request_slot(slot)
+
+    hub._sleep = sleep
+    assert hub.get_profile("u-1")["facts"] == []
+    assert waits == [1.0]
+    slot = _one_slot_taken(agent_key, settings)
+    hub.retry = RetryPolicy(attempts=1)
+    with pytest.raises(RateLimitedError) as refused:
+        hub.get_profile("u-1")
+    assert (refused.value.code, refused.value.retry_after) == ("too_many_concurrent_requests", 1.0)
+    release_request_slot(slot)
+
+
+def test_the_async_client_pages_retries_and_raises_typed_errors(live_server, agent_key, settings):
+    async def run():
+        async with AsyncMemoryHub(live_server.url, agent_key) as hub:
+            await hub.create_user("u-1")
+            written = await hub.remember_many(
+                "u-1", [{"kind": "fact", "content": f"Fact number {n}"} for n in range(3)]
+            )
+            paged = [item["id"] async for item in hub.iter_memories("u-1", page_size=2)]
+            slot = await asyncio.to_thread(_one_slot_taken, agent_key, settings)
+            waits = []
+
+            async def sleep(seconds):
+                waits.append(seconds)
+                await asyncio.to_thread(release_request_slot, slot)
+
+            hub._sleep = sleep
+            user = await hub.get_user("u-1")
+            with pytest.raises(NotFoundError) as missing:
+                await hub.get_user("nobody")
+            return written, paged, waits, user, missing.value
+
+    written, paged, waits, user, missing = asyncio.run(run())
+    assert sorted(paged) == sorted(m["id"] for m in written["items"])
+    assert waits == [1.0]
+    assert user["external_id"] == "u-1"
+    assert missing.code == "not_found"
