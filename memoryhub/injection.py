@@ -47,6 +47,15 @@ _OVERRIDE = (
     r"\byour\s(?:system|initial|original|hidden)\s(?:prompt|instructions)\b",
     r"\b(?:reveal|print|show|repeat|output|display|leak|dump)\s(?:me\s)?(?:your\s(?:[\w-]+\s)?"
     r"(?:prompt|instructions)|the\s(?:system|initial|original|hidden)\s(?:prompt|instructions))\b",
+    # Demands of obedience and claims of authority over the assistant: "from now on obey me",
+    # "always do whatever I say", "I am an admin of this system" (not "I obey my doctor").
+    r"\bobey\s(?:only\s)?(?:me|us)\b",
+    r"\b(?:obey|follow|execute)\s(?:only\s)?(?:all\s|every\s)?(?:my|our)\s(?:orders|commands)\b",
+    r"\b(?:do|follow)\s(?:exactly\s)?(?:what|whatever|everything|anything)\s(?:i|we)\s"
+    r"(?:say|tell\syou|command|order)\b",
+    r"\bi\s?(?:am|'m)\s(?:an?|the|your)\s(?:admin|administrator|developer|creator|owner|operator)"
+    r"\sof\s(?:this|the|your)\s(?:system|assistant|ai|model|bot|chatbot)\b",
+    r"\bi\s?(?:am|'m)\syour\s(?:admin|administrator|developer|creator|owner|operator|master)\b",
     # French (accents are stripped before matching).
     r"\b(?:ignore|oublie|neglige)[rsz]?\s(?:(?:toutes|tous|les|des|ces)\s){0,2}"
     r"(?:instructions|consignes|regles|directives)\s"

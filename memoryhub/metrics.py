@@ -28,7 +28,7 @@ from amqp.exceptions import ChannelError
 from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
-from django.db.models import Min, Sum
+from django.db.models import Count, Min, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import (
@@ -45,7 +45,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from memoryhub.health import broker_connection
-from memoryhub.models import ExtractionRun, MemoryUsage, Session
+from memoryhub.models import ExtractionRun, MemoryUsage, Session, WebhookDelivery, WebhookEndpoint
 
 AUDIT_VERIFICATION_CACHE_KEY = "memoryhub:audit-verification"
 BROKER_QUEUE = "celery"  # Celery's default queue: every task here goes to it.
@@ -150,6 +150,7 @@ class StateCollector(Collector):
         try:
             yield from self._extraction_metrics()
             yield from self._workspace_metrics()
+            yield from self._webhook_metrics()
             yield _gauge("memoryhub_database_up", "The primary answered this scrape.", 1)
         except DatabaseError:
             yield _gauge("memoryhub_database_up", "The primary answered this scrape.", 0)
@@ -224,6 +225,40 @@ class StateCollector(Collector):
             stored.add_metric([row["user__workspace__slug"]], row["stored"] or 0)
         yield memories
         yield stored
+
+    def _webhook_metrics(self) -> Iterator[Metric]:
+        # Only deliveries not yet delivered: the delivered ones grow without end, and the
+        # pending and failed ones are what the partial index of due deliveries covers.
+        waiting = WebhookDelivery.objects.exclude(status=WebhookDelivery.Status.DELIVERED)
+        deliveries = GaugeMetricFamily(
+            "memoryhub_webhook_deliveries",
+            "Webhook deliveries not delivered yet, by status (pending, failed: retry due "
+            "later, dead: given up after MEMORYHUB_WEBHOOK_MAX_ATTEMPTS, waits for a replay).",
+            labels=["status"],
+        )
+        counts = dict(
+            waiting.values("status").annotate(count=Count("id")).values_list("status", "count")
+        )
+        for status in (
+            WebhookDelivery.Status.PENDING,
+            WebhookDelivery.Status.FAILED,
+            WebhookDelivery.Status.DEAD,
+        ):
+            deliveries.add_metric([str(status)], counts.get(status, 0))
+        yield deliveries
+        oldest = waiting.exclude(status=WebhookDelivery.Status.DEAD).aggregate(
+            oldest=Min("created_at")
+        )["oldest"]
+        yield _gauge(
+            "memoryhub_webhook_delivery_lag_seconds",
+            "Age of the oldest webhook delivery still to be sent (pending or failed).",
+            (timezone.now() - oldest).total_seconds() if oldest is not None else 0,
+        )
+        yield _gauge(
+            "memoryhub_webhook_open_circuits",
+            "Webhook endpoints whose circuit breaker is open (too many failures in a row).",
+            WebhookEndpoint.objects.filter(circuit_opened_at__isnull=False).count(),
+        )
 
     def _broker_metrics(self) -> Iterator[Metric]:
         depth = broker_queue_depth()

@@ -463,6 +463,13 @@ MEMORYHUB_WEBHOOK_CIRCUIT_COOLDOWN_SECONDS = env_int(
     "MEMORYHUB_WEBHOOK_CIRCUIT_COOLDOWN_SECONDS", 300
 )
 MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS = env_int("MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# Endpoint URLs must resolve to public addresses (no SSRF into the server's network), checked on
+# creation and on every send; allow private ones only for a receiver on the same host/network.
+MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = env_bool(
+    "MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS", default=False
+)
+# Plain http endpoints (https otherwise); on in DEBUG.
+MEMORYHUB_WEBHOOK_ALLOW_HTTP = env_bool("MEMORYHUB_WEBHOOK_ALLOW_HTTP", default=DEBUG)
 # After a secret rotation the old secret keeps signing (a second signature) this long.
 MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS = env_int("MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS", 24)
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
-import urllib.error
-import urllib.request
 import uuid
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -33,7 +31,7 @@ from memoryhub.models import (
 from memoryhub.sealed_tables import WEBHOOK_TABLE
 from memoryhub.task_queue import SEND_WEBHOOK, enqueue
 
-from . import events, signing
+from . import destinations, events, signing
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +40,6 @@ MAX_ERROR = 300
 
 
 # Endpoints ------------------------------------------------------------------------------------
-
-
-def _check_url(url: str) -> str:
-    url = url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > 500:
-        raise InvalidInputError("url must be an http(s) URL of at most 500 characters")
-    return url
 
 
 def _check_events(event_types: list[str]) -> list[str]:
@@ -73,7 +63,7 @@ def create_endpoint(
     """A new endpoint with a fresh secret (shown to its creator once, in the returned row)."""
     endpoint = WebhookEndpoint(
         workspace=workspace,
-        url=_check_url(url),
+        url=destinations.check_url(url),
         event_types=_check_events(event_types),
         include_text=include_text,
         description=description.strip()[:200],
@@ -386,17 +376,20 @@ def _post(
             body=body,
         ),
     }
-    request = urllib.request.Request(  # noqa: S310  # The URL is checked to be http(s).
-        endpoint.url, data=body.encode("utf-8"), headers=headers, method="POST"
-    )
-    timeout = settings.MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            return int(response.status), ""
-    except urllib.error.HTTPError as exc:
-        return exc.code, f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
+        status_code = destinations.post(
+            endpoint.url,
+            body=body.encode("utf-8"),
+            headers=headers,
+            timeout=settings.MEMORYHUB_WEBHOOK_TIMEOUT_SECONDS,
+        )
+    except InvalidInputError as exc:  # The host now resolves to a non-public address.
+        return None, f"refused: {exc}"
+    except (http.client.HTTPException, OSError) as exc:
         return None, f"{type(exc).__name__}: {exc}"
+    if not 200 <= status_code < 300:
+        return status_code, f"HTTP {status_code}"
+    return status_code, ""
 
 
 def _with_text(payload: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,12 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def allow_private_urls(settings):
+    """These tests' receivers are on 127.0.0.1: private addresses allowed explicitly here."""
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = True
+
+
 def _staff(workspace):
     staff = factories.make_user(workspace=workspace, email="root@example.com")
     User.objects.filter(pk=staff.pk).update(is_staff=True)
@@ -76,3 +82,14 @@ def test_bad_input_and_other_workspaces(workspace):
     person = Client()
     person.force_login(factories.make_user(workspace=workspace))
     assert person.get("/admin-tools/webhooks/").status_code in (302, 403, 404)
+
+
+def test_a_private_address_is_a_form_error(workspace, settings):
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = False
+    admin = _staff(workspace)
+    refused = admin.post(
+        "/admin-tools/webhooks/new/",
+        {"url": "https://169.254.169.254/latest/", "event_types": ["memory.created"]},
+    )
+    assert refused.status_code == 422 and not WebhookEndpoint.objects.exists()
+    assert "resolves to a non-public address (169.254.169.254)" in refused.content.decode()

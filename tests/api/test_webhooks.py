@@ -12,6 +12,13 @@ from tests import factories
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def allow_private_urls(settings):
+    """These tests' receivers are on 127.0.0.1: private addresses allowed explicitly here."""
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = True
+
+
 HOOK = {"url": "http://127.0.0.1:9/hook", "event_types": ["memory.created", "user.deleted"]}
 
 
@@ -80,3 +87,34 @@ def test_routes_are_in_the_openapi_schema(client):
         "/api/v1/webhooks/{webhook_id}/deliveries",
         "/api/v1/webhooks/deliveries/{delivery_id}/replay",
     } <= set(paths)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://127.0.0.1/hook",
+        "https://10.1.2.3/hook",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://[::1]/hook",
+        "https://[::ffff:127.0.0.1]/hook",
+        "https://[fe80::1]/hook",
+        "https://0.0.0.0/hook",
+        "https://224.0.0.1/hook",
+        "https://localhost:8000/hook",
+    ],
+)
+def test_private_addresses_are_refused(api, settings, url):
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = False
+    refused = api.post("/webhooks", {**HOOK, "url": url})
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "unsafe_webhook_url"
+    assert "non-public address" in refused.json()["detail"]
+    assert api.get("/webhooks").json() == []
+
+
+def test_https_to_a_public_address_is_accepted_and_http_needs_the_setting(api, settings):
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = False
+    settings.MEMORYHUB_WEBHOOK_ALLOW_HTTP = False
+    plain = api.post("/webhooks", {**HOOK, "url": "http://93.184.215.14/hook"})
+    assert plain.status_code == 422 and plain.json()["detail"] == "url must use https"
+    assert api.post("/webhooks", {**HOOK, "url": "https://93.184.215.14/hook"}).status_code == 201

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memoryhub.actors import Actor
 from memoryhub.metrics import broker_queue_depth
-from memoryhub.models import Session
+from memoryhub.models import Session, WebhookDelivery, WebhookEndpoint
 from memoryhub.process_model import web_command
 from memoryhub.services.sessions import end_session, start_session
 from tests import factories
@@ -245,3 +245,36 @@ def test_the_broker_queue_depth_counts_waiting_tasks_on_redis(client, settings, 
         queue.put({"task": "waiting too"})
         queue.close()
     assert scrape(client)[("memoryhub_broker_queue_messages", ())] == 2
+
+
+def test_webhook_deliveries_waiting_their_lag_and_open_circuits_are_gauged(
+    client, settings, workspace
+):
+    settings.MEMORYHUB_METRICS_TOKEN = TOKEN
+    endpoint = WebhookEndpoint.objects.create(
+        workspace=workspace,
+        url="https://hooks.example.com/memoryhub",
+        secret_ciphertext=b"sealed",
+        event_types=["memory.created"],
+        circuit_opened_at=timezone.now(),
+    )
+    hour_ago = timezone.now() - timedelta(hours=1)
+    statuses = ["pending", "pending", "failed", "dead", "delivered", "delivered"]
+    for number, status in enumerate(statuses):
+        WebhookDelivery.objects.create(
+            endpoint=endpoint,
+            message_id=f"msg_{number}",
+            event_type="memory.created",
+            payload={},
+            status=status,
+            created_at=hour_ago if number == 2 else timezone.now(),
+        )
+
+    values = scrape(client)
+    assert values[("memoryhub_webhook_deliveries", (("status", "pending"),))] == 2
+    assert values[("memoryhub_webhook_deliveries", (("status", "failed"),))] == 1
+    assert values[("memoryhub_webhook_deliveries", (("status", "dead"),))] == 1
+    assert ("memoryhub_webhook_deliveries", (("status", "delivered"),)) not in values
+    # The oldest delivery still to be sent is the failed one, an hour old.
+    assert 3590 <= values[("memoryhub_webhook_delivery_lag_seconds", ())] <= 3700
+    assert values[("memoryhub_webhook_open_circuits", ())] == 1

@@ -23,19 +23,36 @@ Status = WebhookDelivery.Status
 SECRET_TEXT = "my passport number is 123-canary"
 
 
+@pytest.fixture(autouse=True)
+def allow_private_urls(settings):
+    """These tests' receivers are on 127.0.0.1: private addresses allowed explicitly here."""
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = True
+
+
 class Receiver:
-    """A webhook receiver on 127.0.0.1: verifies signatures; can be down (answers 503)."""
+    """A webhook receiver on 127.0.0.1: verifies signatures; can be down (answers 503).
+
+    With `redirect_to` set it answers 302 there; `requests` counts every request that came.
+    """
 
     def __init__(self) -> None:
         self.secret = ""
         self.up = True
         self.received: list[dict[str, Any]] = []  # Verified messages: id and payload.
         self.bad_signatures = 0
+        self.redirect_to = ""
+        self.requests = 0
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # http.server's name.
+                receiver.requests += 1
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                if receiver.redirect_to and self.path == "/hook":
+                    self.send_response(302)
+                    self.send_header("Location", receiver.redirect_to)
+                    self.end_headers()
+                    return
                 if not receiver.up:
                     self.send_response(503)
                     self.end_headers()
@@ -49,6 +66,11 @@ class Receiver:
                     self.end_headers()
                     return
                 receiver.received.append({"id": headers["webhook-id"], "payload": payload})
+                self.send_response(204)
+                self.end_headers()
+
+            def do_GET(self) -> None:  # What a followed 302 would send.
+                receiver.requests += 1
                 self.send_response(204)
                 self.end_headers()
 
@@ -268,3 +290,40 @@ def test_forgetting_and_proposals_are_announced_and_a_rollback_sends_nothing(rec
 def test_every_event_type_is_fed_by_some_change():
     fed = {event for mapped in events.EVENTS_OF.values() for event in mapped}
     assert fed == set(events.EVENT_TYPES)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_host_that_now_resolves_to_a_private_address_is_not_sent_to(receiver, embedder, settings):
+    # Created while private addresses were allowed; by send time they are not (as if its DNS
+    # record had changed to point inside): the delivery fails without any request going out.
+    user = make_user()
+    endpoint = endpoint_for(receiver, user.workspace)
+    endpoint.url = receiver.url.replace("127.0.0.1", "localhost")
+    endpoint.save(update_fields=["url"])
+    make_memory(user, mode_of(user), "a fact", embedder=embedder)
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = False
+    send_due()
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == (
+        Status.FAILED,
+        1,
+        None,
+    )
+    assert delivery.last_error.startswith("refused: url host 'localhost' resolves to a non-public")
+    assert receiver.requests == 0 and receiver.received == []
+
+    settings.MEMORYHUB_WEBHOOK_ALLOW_PRIVATE_URLS = True  # Allowed again: it arrives.
+    send_due(timezone.now() + timedelta(days=1))
+    assert len(receiver.received) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redirect_is_not_followed(receiver, embedder):
+    user = make_user()
+    endpoint_for(receiver, user.workspace)
+    receiver.redirect_to = receiver.url.replace("/hook", "/elsewhere")
+    make_memory(user, mode_of(user), "a fact", embedder=embedder)
+    send_due()
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.last_status_code) == (Status.FAILED, 302)
+    assert delivery.last_error == "HTTP 302" and receiver.requests == 1

@@ -50,6 +50,13 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "answer_feedback": ("POST", "/answers/{answer_id}/feedback"),
     "propose_knowledge": ("POST", "/knowledge/candidates"),
     "graph_insights": ("GET", "/graph/insights"),
+    "list_webhooks": ("GET", "/webhooks"),
+    "create_webhook": ("POST", "/webhooks"),
+    "rotate_webhook_secret": ("POST", "/webhooks/{webhook_id}/rotate"),
+    "disable_webhook": ("POST", "/webhooks/{webhook_id}/disable"),
+    "enable_webhook": ("POST", "/webhooks/{webhook_id}/enable"),
+    "list_webhook_deliveries": ("GET", "/webhooks/{webhook_id}/deliveries"),
+    "replay_webhook_delivery": ("POST", "/webhooks/deliveries/{delivery_id}/replay"),
 }
 # Writes that are safe to send twice as they are: the server treats a repeat as the same call.
 IDEMPOTENT_WRITES = frozenset(
@@ -411,3 +418,54 @@ class Operations(Generic[T]):
 
     def graph_insights(self, *, limit: int | None = None) -> T:
         return self._call("graph_insights", query={"limit": limit})
+
+    # Webhooks (the agent's workspace)
+
+    def list_webhooks(self) -> T:
+        """The workspace's webhook endpoints, without their secrets."""
+        return self._call("list_webhooks")
+
+    def create_webhook(
+        self,
+        url: str,
+        event_types: Sequence[str],
+        *,
+        include_text: bool = False,
+        description: str = "",
+    ) -> T:
+        """Add an endpoint; the answer holds its `whsec_` secret, shown this once."""
+        body = {
+            "url": url,
+            "event_types": list(event_types),
+            "include_text": include_text,
+            "description": description,
+        }
+        return self._call("create_webhook", body=body)
+
+    def rotate_webhook_secret(self, webhook_id: str) -> T:
+        """A new secret; the old one keeps signing beside it for a grace period."""
+        return self._call("rotate_webhook_secret", path={"webhook_id": webhook_id})
+
+    def disable_webhook(self, webhook_id: str) -> T:
+        return self._call("disable_webhook", path={"webhook_id": webhook_id})
+
+    def enable_webhook(self, webhook_id: str) -> T:
+        return self._call("enable_webhook", path={"webhook_id": webhook_id})
+
+    def list_webhook_deliveries(
+        self,
+        webhook_id: str,
+        *,
+        status: Literal["pending", "delivered", "failed", "dead"] | None = None,
+        limit: int | None = None,
+    ) -> T:
+        """The endpoint's delivery log, newest first."""
+        return self._call(
+            "list_webhook_deliveries",
+            path={"webhook_id": webhook_id},
+            query={"status": status, "limit": limit},
+        )
+
+    def replay_webhook_delivery(self, delivery_id: int) -> T:
+        """Send a failed or dead delivery again, with the same webhook-id."""
+        return self._call("replay_webhook_delivery", path={"delivery_id": delivery_id})
