@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # memoryhub/, is in exactly one layer; a new one fails `test_every_package_is_in_a_layer`
 # until it is placed, so it cannot slip in beside the rules. Layers run from top to bottom.
 OUTSIDE = ("tests", "bench")  # They use the code; the code never imports them.
-# probes.py answers /healthz, /readyz and /metrics first in the middleware (settings names it).
-WIRING = ("memoryhub.urls", "memoryhub.asgi", "memoryhub.wsgi", "memoryhub.probes")
+WIRING = ("memoryhub.urls", "memoryhub.asgi", "memoryhub.wsgi")
 APPS = ("review", "dashboard", "accounts", "admin_tools")
 ADAPTERS = (
     "memoryhub.api",
@@ -48,8 +47,10 @@ FOUNDATIONS = tuple(
         *("sealed_tables", "embeddings", "onnx_model", "tokens", "personal_data", "injection"),
         *("fencing", "text_patterns", "json_stream", "http", "paging", "replicas", "notices"),
         *("task_queue", "sweeping", "unavailable", "body_limit", "process_model"),
-        *("embedded_db", "settings", "apps", "celery"),
-        *("vector_search", "char_tables", "telemetry", "health", "metrics", "backup"),
+        *("embedded_db", "settings", "apps", "celery", "char_tables"),
+        # Operations (docs/operations.md): they read the models and the foundations only.
+        *("telemetry", "metrics", "health", "probes", "backup"),
+        *("vector_search",),
     )
 )
 # The client talks HTTP only, like any outside user: it imports none of our modules.
