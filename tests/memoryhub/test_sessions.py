@@ -57,7 +57,12 @@ def _tasks(callbacks):
     Every audited change is also announced on commit to the change hook's subscribers
     (memoryhub/audit/changes.py: webhooks); those are not what these tests count.
     """
-    return [callback for callback in callbacks if callback.__name__ != "deliver_change"]
+    # A task queued through functools.partial (extraction_queue.py) has no __name__.
+    return [
+        callback
+        for callback in callbacks
+        if getattr(callback, "__name__", None) != "deliver_change"
+    ]
 
 
 def _run_eagerly(queue_task):
