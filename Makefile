@@ -67,8 +67,9 @@ clients-schema: setup ## After an API change: regenerate the TypeScript client's
 	$(BIN)/python manage.py export_openapi_schema --api memoryhub.api.api.api --indent 2 --output $(TS_CLIENT)/openapi.json
 	cd $(TS_CLIENT) && npm run --silent generate
 
-bench: setup ## Retrieval, latency and extraction benchmarks (writes bench/results/*.json)
+bench: setup ## Retrieval, bilingual (every embedding model), latency and extraction benchmarks (bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval
+	$(BIN)/python manage.py bench_bilingual
 	$(BIN)/python manage.py bench_extraction
 
 bench-load: setup ## Load benchmark: 1, 8, 32 agents x 1, 2 web workers (bench/results/load-*.json)

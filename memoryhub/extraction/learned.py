@@ -118,9 +118,17 @@ class Candidate:
 def learned_items(
     candidates: Sequence[Candidate], *, embedder: Embedder, model: StatementModel
 ) -> list[ExtractedItem]:
-    """The items of the candidates the model keeps, in order; one batch of embeddings."""
+    """The items of the candidates the model keeps, in order; one batch of embeddings.
+
+    Raises ValueError when `embedder` is not the embedding model the weights were trained on
+    (another model's vectors would be read as if they were its own).
+    """
     if not candidates:
         return []
+    if embedder.name != model.embedding_model:
+        raise ValueError(
+            f"the statement model reads {model.embedding_model} vectors, not {embedder.name}"
+        )
     texts = [candidate.text for candidate in candidates]
     # A sentence said twice is embedded once.
     distinct = list(dict.fromkeys(texts))

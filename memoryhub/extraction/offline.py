@@ -133,7 +133,8 @@ class OfflineExtractor:
 
     The rules read what they recognise (names, slots, dates, corrections); the learned decision
     (`statements.py`) judges the user's other plain first-person sentences. Without an embedder
-    the process-wide one is used; `is_learned=False` gives the rules alone.
+    the process-wide one of the model the decision was trained on is used (whatever model
+    stores memories); `is_learned=False` gives the rules alone.
     """
 
     name = "offline"
@@ -181,9 +182,9 @@ class OfflineExtractor:
 
     def _embedder_(self) -> Embedder:
         if self._embedder is None:
-            from memoryhub.embeddings import default_embedder
+            from memoryhub.embeddings import embedder_for
 
-            self._embedder = default_embedder()
+            self._embedder = embedder_for(self._model_().embedding_model)
         return self._embedder
 
     def _model_(self) -> StatementModel:

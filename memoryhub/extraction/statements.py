@@ -4,7 +4,9 @@ A small logistic model over the sentence's all-MiniLM-L6-v2 embedding plus a few
 features (length, first person, closing mark). It is trained by `manage.py
 train_extraction_model` on LoCoMo conversations 1-5 (docs/extraction.md: data, licence,
 figures) and shipped as `statement_model.npz` beside this file: a few kilobytes of weights,
-loaded with numpy only, never downloaded. The rules in `rules.py` stay in charge of what they
+loaded with numpy only, never downloaded. Its weights read one embedding model's vectors (the
+one it was trained with, `embedding_model`): the decision embeds with that model whatever
+`MEMORYHUB_EMBEDDING_MODEL` stores memories with. The rules in `rules.py` stay in charge of what they
 recognise; this model decides only on the sentences they leave, and never makes a procedure:
 a standing instruction must be said in a shape the rules know.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from memoryhub import text_patterns
+from memoryhub.embeddings import MINILM
 
 from .base import ItemKind
 from .hedges import has_hedge, has_leading_hedge, has_negation, is_framed
@@ -195,6 +198,8 @@ class StatementModel:
     threshold: float
     # What it was trained on, its figures and its licence, shown in docs and checked by tests.
     card: str = "{}"
+    # The embedding model whose vectors the weights read (memoryhub/embeddings.py MODELS).
+    embedding_model: str = MINILM
 
     def decide(
         self, vectors: Sequence[Sequence[float]], sentences: Sequence[str]
@@ -236,6 +241,7 @@ def save_statement_model(model: StatementModel, path: Path = MODEL_PATH) -> None
             kind_bias=model.kind_bias.astype(np.float32),
             threshold=np.array(model.threshold, dtype=np.float32),
             card=np.array(model.card),
+            embedding_model=np.array(model.embedding_model),
         )
 
 
@@ -251,6 +257,8 @@ def load_statement_model(path: Path = MODEL_PATH) -> StatementModel:
             kind_bias=data["kind_bias"].astype(np.float64),
             threshold=float(data["threshold"]),
             card=str(data["card"]),
+            # Weights saved before the model was recorded were all trained on MiniLM.
+            embedding_model=str(data["embedding_model"]) if "embedding_model" in data else MINILM,
         )
 
 

@@ -23,7 +23,6 @@ from uuid import UUID, uuid4
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -50,6 +49,7 @@ from memoryhub.services.quotas import (
 )
 from memoryhub.services.write_checks import check_content, check_writable
 from memoryhub.task_queue import RECORD_ANSWER_IN_GRAPH, enqueue
+from memoryhub.vector_search import cosine_distance
 
 from .queries import known_names_of
 from .scoring import (
@@ -95,6 +95,7 @@ class _Draft:
     comment: str | None
     scrub_counts: dict[str, int]
     embedding: list[float]
+    embedding_model: str
     group_id: UUID | None
 
 
@@ -161,12 +162,12 @@ def _find_session(*, user: User, mode: Mode, session_id: UUID | str | None) -> S
     return session
 
 
-def _group_for(workspace: Workspace, embedding: list[float]) -> UUID | None:
+def _group_for(workspace: Workspace, embedding: list[float], model: str) -> UUID | None:
     """The group of the most similar pending candidate, if one is similar enough."""
     nearest = (
         LearningCandidate.objects.filter(workspace=workspace)
         .pending()
-        .annotate(distance=CosineDistance("embedding", embedding))
+        .annotate(distance=cosine_distance(embedding, model=model))
         .filter(distance__lte=SIMILAR_DISTANCE)
         .order_by("distance")
         .values_list("group_id", flat=True)
@@ -211,7 +212,8 @@ def _draft(
         comment=scrubbed_comment,
         scrub_counts=counts,
         embedding=embedding,
-        group_id=_group_for(user.workspace, embedding),
+        embedding_model=embedder.name,
+        group_id=_group_for(user.workspace, embedding, embedder.name),
     )
 
 
@@ -250,6 +252,7 @@ def _create_candidate(
         scrub_counts=draft.scrub_counts,
         confidence=confidence,
         embedding=draft.embedding,
+        embedding_model=draft.embedding_model,
         group_id=draft.group_id or candidate_id,
     )
 

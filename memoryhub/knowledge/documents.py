@@ -56,6 +56,7 @@ def _write_chunks(document: KnowledgeDocument, embedder: Embedder) -> list[Knowl
             position=position,
             text=passage,
             embedding=vector,
+            embedding_model=embedder.name,
         )
         for position, (passage, vector) in enumerate(zip(passages, vectors, strict=True))
     )

@@ -13,7 +13,6 @@ from uuid import UUID
 
 from django.core.exceptions import ValidationError
 from django.db.models import Count
-from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -23,6 +22,7 @@ from memoryhub.errors import NotFoundError
 from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import memories_of, open_payload
 from memoryhub.models import AnswerRecord, KnowledgeChunk, KnowledgeDocument, User, Workspace
+from memoryhub.vector_search import cosine_distance
 
 # Slots whose value is a name of the user (see memoryhub/extraction: "name" is the usual one).
 NAME_SLOTS = ("name", "first_name", "last_name", "full_name")
@@ -92,13 +92,14 @@ def search_knowledge(
     query: str,
     embedder: Embedder | None = None,
     vector: Sequence[float] | None = None,
+    vector_model: str | None = None,
     k: int = 3,
     min_score: float = MIN_KNOWLEDGE_SCORE,
 ) -> list[KnowledgePassage]:
     """The k published passages of the workspace knowledge base most similar to the query.
 
-    Pass the query's `vector` when it is embedded already (the context assembly embeds each
-    message once), else the `embedder` that embeds it.
+    Pass the query's `vector` and the model that made it (`vector_model`) when it is embedded
+    already (the context assembly embeds each message once), else the `embedder` that embeds it.
 
     Exact cosine over the workspace's chunks (no approximate index can drop a row). Knowledge
     is workspace data, not any user's, so no audit row is written.
@@ -106,13 +107,14 @@ def search_knowledge(
     query = query.strip()
     if not query or k < 1:
         return []
-    if vector is None:
+    if vector is None or vector_model is None:
         if embedder is None:
-            raise TypeError("search_knowledge needs the query's vector or an embedder")
-        vector = embedder.embed([query])[0]
+            raise TypeError("search_knowledge needs the query's vector and model or an embedder")
+        vector = embedder.embed_query(query)
+        vector_model = embedder.name
     rows = (
         KnowledgeChunk.objects.filter(workspace=workspace, document__is_published=True)
-        .annotate(distance=CosineDistance("embedding", list(vector)))
+        .annotate(distance=cosine_distance(vector, model=vector_model))
         .filter(distance__lte=1.0 - min_score)
         .select_related("document")
         .order_by("distance", "id")[: min(k, MAX_KNOWLEDGE_K)]

@@ -135,6 +135,9 @@ class LearningCandidate(models.Model):
     confidence = models.FloatField(null=True, blank=True)
     # Of the scrubbed question (or statement): groups similar candidates.
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    # Which model made `embedding` (memoryhub/embeddings.py MODELS): searches compare only
+    # vectors of one model, and `manage.py reembed` moves rows from one model to another.
+    embedding_model = models.CharField(max_length=64, blank=True, default="")
     group_id = models.UUIDField(db_index=True)
     created_at = models.DateTimeField(default=timezone.now)
     skipped_at = models.DateTimeField(null=True, blank=True)
@@ -152,6 +155,12 @@ class LearningCandidate(models.Model):
             models.Index(fields=["workspace", "status"], name="candidate_queue_idx"),
             # The daily candidate quota counts one workspace's candidates since midnight.
             models.Index(fields=["workspace", "created_at"], name="candidate_daily_idx"),
+        ]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            # A vector without its model could be compared with another model's: never stored.
+            models.CheckConstraint(
+                condition=~models.Q(embedding_model=""), name="candidate_embedding_has_model"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -207,6 +216,9 @@ class KnowledgeChunk(models.Model):
     position = models.PositiveIntegerField()
     text = models.TextField()
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    # Which model made `embedding` (memoryhub/embeddings.py MODELS): searches compare only
+    # vectors of one model, and `manage.py reembed` moves rows from one model to another.
+    embedding_model = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         db_table = "review_knowledgechunk"
@@ -214,6 +226,9 @@ class KnowledgeChunk(models.Model):
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(
                 fields=["document", "position"], name="knowledge_chunk_position_unique"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(embedding_model=""), name="chunk_embedding_has_model"
             ),
         ]
 

@@ -133,6 +133,9 @@ class Memory(models.Model):
     # Keyed blind index of normalised tokens, for lexical matching without storing plaintext.
     blind_tokens = ArrayField(models.CharField(max_length=16), default=list, blank=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # Which model made `embedding` (memoryhub/embeddings.py MODELS): searches compare only
+    # vectors of one model, and `manage.py reembed` moves rows from one model to another.
+    embedding_model = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
     occurred_at = models.DateTimeField(null=True, blank=True, help_text="When the event happened.")
@@ -169,6 +172,11 @@ class Memory(models.Model):
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(
                 fields=["user", "idempotency_key"], name="memory_idempotency_key_unique"
+            ),
+            # A vector without its model could be compared with another model's: never stored.
+            models.CheckConstraint(
+                condition=models.Q(embedding__isnull=True) | ~models.Q(embedding_model=""),
+                name="memory_embedding_has_model",
             ),
         ]
 

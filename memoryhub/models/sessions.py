@@ -113,6 +113,9 @@ class Message(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices)
     content_ciphertext = models.BinaryField()
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # Which model made `embedding` (memoryhub/embeddings.py MODELS): searches compare only
+    # vectors of one model, and `manage.py reembed` moves rows from one model to another.
+    embedding_model = models.CharField(max_length=64, blank=True, default="")
     is_flagged = models.BooleanField(default=False)
     # Older messages of a long thread are replaced in context by a compacted summary.
     is_compacted = models.BooleanField(default=False)
@@ -122,6 +125,11 @@ class Message(models.Model):
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(
                 fields=["session", "seq"], name="message_seq_unique_per_session"
+            ),
+            # A vector without its model could be compared with another model's: never stored.
+            models.CheckConstraint(
+                condition=models.Q(embedding__isnull=True) | ~models.Q(embedding_model=""),
+                name="message_embedding_has_model",
             ),
         ]
         ordering: ClassVar[list[str]] = ["session", "seq"]

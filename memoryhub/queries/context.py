@@ -139,6 +139,8 @@ class _LayerInputs:
     # people who speak in the user's memories replaced (speaker_cues.read_cues).
     cues: QueryCues
     vector: list[float]
+    # The model that made `vector`: stored vectors of another model are not compared with it.
+    vector_model: str
     cipher: UserCipher
     now: datetime
     agent_settings: AgentSettings
@@ -157,6 +159,7 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             cipher=cipher,
             message=inputs.message,
             message_vector=inputs.vector,
+            vector_model=inputs.vector_model,
             last_messages=agent_settings.last_messages,
             top_k=agent_settings.recall_top_k,
             message_range=agent_settings.recall_message_range,
@@ -197,6 +200,7 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             mode=mode,
             query=inputs.message,
             query_vector=inputs.vector,
+            vector_model=inputs.vector_model,
             cues=inputs.cues,
             cipher=cipher,
             k=RELEVANT_MEMORIES_K,
@@ -258,7 +262,11 @@ def _workspace_layers(
     lists = []
     if layers.is_question(inputs.message):
         passages = layers.knowledge_passages(
-            workspace=workspace, query=inputs.message, query_vector=inputs.vector, k=KNOWLEDGE_K
+            workspace=workspace,
+            query=inputs.message,
+            query_vector=inputs.vector,
+            vector_model=inputs.vector_model,
+            k=KNOWLEDGE_K,
         )
         lists.append(_list(KNOWLEDGE, "knowledge", "knowledge", passages))
     # Security invariant: the insights hold other users' (scrubbed) questions. They are for
@@ -313,7 +321,8 @@ def assemble_context(
         mode=mode,
         session=session,
         message=message,
-        vector=embedder.embed([cues.text])[0],
+        vector=embedder.embed_query(cues.text),
+        vector_model=embedder.name,
         cues=cues,
         cipher=cipher,
         now=now,

@@ -15,7 +15,6 @@ from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Case, IntegerField, Value, When
-from pgvector.django import CosineDistance
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
@@ -27,6 +26,7 @@ from memoryhub.message_rows import open_message
 from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
 from memoryhub.queries.recall import UNREAD_COLUMNS
 from memoryhub.sealed_tables import SESSION_TABLE, WORKING_MEMORY_FIELD
+from memoryhub.vector_search import cosine_distance
 
 PROFILE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
 PROFILE_LIMIT = 20
@@ -177,6 +177,7 @@ def thread_messages(
     cipher: UserCipher,
     message: str,
     message_vector: Sequence[float],
+    vector_model: str,
     last_messages: int,
     top_k: int,
     message_range: int,
@@ -208,7 +209,7 @@ def thread_messages(
         if recent_rows:
             older = older.filter(seq__lt=recent_rows[-1].seq)
         hits = list(
-            older.annotate(distance=CosineDistance("embedding", list(message_vector)))
+            older.annotate(distance=cosine_distance(message_vector, model=vector_model))
             .order_by("distance", "seq")
             .values_list("seq", flat=True)[:top_k]
         )
@@ -248,10 +249,17 @@ def working_memory_lines(*, session: Session, cipher: UserCipher, now: datetime)
 
 
 def knowledge_passages(
-    *, workspace: Workspace, query: str, query_vector: Sequence[float], k: int
+    *,
+    workspace: Workspace,
+    query: str,
+    query_vector: Sequence[float],
+    vector_model: str,
+    k: int,
 ) -> list[Entry]:
     """Published passages of the workspace knowledge base that answer the query."""
-    passages = search_knowledge(workspace=workspace, query=query, vector=query_vector, k=k)
+    passages = search_knowledge(
+        workspace=workspace, query=query, vector=query_vector, vector_model=vector_model, k=k
+    )
     # Reviewed workspace text, yet still data: a document may quote anything.
     return [
         Entry(key=f"knowledge:{passage.chunk_id}", text=f"({passage.title}) {passage.text}")

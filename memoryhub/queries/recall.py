@@ -30,7 +30,6 @@ from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
 from memoryhub.audit import log as audit_log
@@ -49,6 +48,7 @@ from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
 from memoryhub.services.access import record_memory_access
 from memoryhub.telemetry import traced
+from memoryhub.vector_search import cosine_distance
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.25
@@ -125,6 +125,7 @@ def ranking_query(
     mode: Mode,
     query: str,
     query_vector: Sequence[float],
+    vector_model: str,
     cipher: UserCipher,
     k: int,
     cues: QueryCues | None = None,
@@ -133,7 +134,7 @@ def ranking_query(
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters that rank the candidates (run by `rank_memories`).
 
-    `query_vector` embeds `cues.text` (the query itself without cues).
+    `query_vector` embeds `cues.text` (the query itself without cues), made by `vector_model`.
     """
     cues = cues or QueryCues(text=query)
     term_numbers: list[int] = []
@@ -148,7 +149,7 @@ def ranking_query(
     scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
     # The distance is computed as each candidate is read, so only a number is kept per row.
     candidate_sql, candidate_params = (
-        scoped.annotate(distance=CosineDistance("embedding", list(query_vector)))
+        scoped.annotate(distance=cosine_distance(query_vector, model=vector_model))
         .values(
             "id",
             "distance",
@@ -292,6 +293,7 @@ def rank_memories(
     k: int,
     embedder: Embedder | None = None,
     query_vector: Sequence[float] | None = None,
+    vector_model: str | None = None,
     cues: QueryCues | None = None,
     recall_filter: RecallFilter = NO_FILTER,
     now: datetime | None = None,
@@ -299,20 +301,23 @@ def rank_memories(
 ) -> list[RankedMemory]:
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
-    A caller that has read the cues (`read_cues`) passes them with the embedding of their text;
-    else they are read here and the text is embedded with `embedder`. Nothing is decrypted and
+    A caller that has read the cues (`read_cues`) passes them with the embedding of their text
+    and its model (`vector_model`); else they are read here and the text is embedded with
+    `embedder`. Nothing is decrypted and
     nothing is audited here. `using` names the database to read (memoryhub/replicas.py chooses it).
     """
-    if cues is None or query_vector is None:
+    if cues is None or query_vector is None or vector_model is None:
         if embedder is None:
             raise ValueError("rank_memories needs an embedder, or the cues and their vector")
         cues = cues or read_cues(user=user, mode=mode, query=query, cipher=cipher, using=using)
-        query_vector = embedder.embed([cues.text])[0]
+        query_vector = embedder.embed_query(cues.text)
+        vector_model = embedder.name
     sql, params = ranking_query(
         user=user,
         mode=mode,
         query=query,
         query_vector=query_vector,
+        vector_model=vector_model,
         cipher=cipher,
         k=k,
         cues=cues,

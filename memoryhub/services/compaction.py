@@ -130,6 +130,7 @@ def _create_summary(
         mode=session.mode,
         cipher=cipher,
         embedding=embedder.embed([content])[0],
+        embedding_model=embedder.name,
         session_id=session.pk,
         agent_id=session.agent_id,
     )

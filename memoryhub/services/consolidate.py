@@ -22,7 +22,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import MINILM, Embedder, distance_scale
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.memory_rows import MemoryItem, decrypt_memory, open_content
 from memoryhub.models import (
@@ -72,11 +72,16 @@ def _unit(vectors: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.float64]]:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def group_episodes(episodes: Sequence[MemoryItem], vectors: Sequence[Any]) -> list[list[int]]:
-    """Indices of episodes grouped by shared topic or closeness to the group's first episode."""
+def group_episodes(
+    episodes: Sequence[MemoryItem], vectors: Sequence[Any], *, model: str = MINILM
+) -> list[list[int]]:
+    """Indices of episodes grouped by shared topic or closeness to the group's first episode.
+
+    `model` made the vectors: their cosine is read on MiniLM's scale, as the threshold is.
+    """
     if not episodes:
         return []
-    similarity = _unit(vectors) @ _unit(vectors).T
+    similarity = 1.0 - (1.0 - _unit(vectors) @ _unit(vectors).T) * distance_scale(model)
     topics = [topics_of(e) for e in episodes]
     assigned: set[int] = set()
     groups: list[list[int]] = []
@@ -122,7 +127,12 @@ def _write_theme(
         is_flagged=any(i.is_flagged for i in items),
     )
     theme = build_memory(
-        item, user=user, mode=mode, cipher=cipher, embedding=embedder.embed([content])[0]
+        item,
+        user=user,
+        mode=mode,
+        cipher=cipher,
+        embedding=embedder.embed([content])[0],
+        embedding_model=embedder.name,
     )
     theme.save()
     through = Memory.derived_from.through
@@ -146,6 +156,8 @@ def build_themes(
     rows = list(
         Memory.objects.for_owner(user=user, mode=mode)
         .filter(kind=MemoryKind.EPISODE, status=MemoryStatus.ACTIVE, created_at__lt=settled)
+        # Their vectors are compared with each other: only those of one model.
+        .filter(embedding_model=embedder.name)
         .exclude(embedding=None)
         .exclude(derivatives__kind=MemoryKind.THEME)
         .order_by("created_at", "pk")
@@ -155,7 +167,7 @@ def build_themes(
     rows, items = [rows[i] for i in order], [items[i] for i in order]
     limit = settings.MEMORYHUB_MAX_CONTENT_BYTES
     themes = []
-    for group in group_episodes(items, [row.embedding for row in rows]):
+    for group in group_episodes(items, [row.embedding for row in rows], model=embedder.name):
         members = [(rows[i], items[i]) for i in group]
         while len(compose_theme([i for _, i in members])[0].encode()) > limit:
             members.pop()
@@ -219,15 +231,19 @@ def merge_duplicate_facts(*, user: User, mode: Mode) -> list[UUID]:
     rows = list(
         Memory.objects.for_owner(user=user, mode=mode)
         .filter(kind__in=LADDER_KINDS, status__in=LIVE_STATUSES, valid_to__isnull=True)
+        # Their vectors are compared with each other: only those of the deployment's model (a
+        # fact not re-embedded yet during a switch waits for the next run).
+        .filter(embedding_model=settings.MEMORYHUB_EMBEDDING_MODEL)
         .exclude(embedding=None)
         .order_by("created_at", "pk")
     )
     if len(rows) < 2:
         return []
     similarity = _unit([row.embedding for row in rows])
+    scale = distance_scale(settings.MEMORYHUB_EMBEDDING_MODEL)
     pairs = []
     for i in range(len(rows)):
-        scores = similarity[i + 1 :] @ similarity[i]
+        scores = 1.0 - (1.0 - similarity[i + 1 :] @ similarity[i]) * scale
         for offset in np.nonzero(scores >= DUPLICATE_MIN_SIMILARITY)[0]:
             j = i + 1 + int(offset)
             if rows[i].kind == rows[j].kind and rows[i].slot_hash == rows[j].slot_hash:

@@ -10,7 +10,6 @@ from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
@@ -43,6 +42,7 @@ from memoryhub.services.quotas import (
     lock_usage,
 )
 from memoryhub.services.write_checks import check_content, check_writable
+from memoryhub.vector_search import cosine_distance
 
 # A near-duplicate is close in meaning *and* in wording: similar embeddings alone would merge
 # "lives in Paris" with "lives in Lyon" (0.68) and similar words alone "tea" with "coffee".
@@ -76,6 +76,8 @@ class _Batch:
     cipher: UserCipher
     transcript: Transcript
     extractor_name: str
+    # The model that embeds the batch's items (their vectors are compared with stored ones).
+    embedding_model: str
     # Some user message of the session tried to override the assistant's instructions.
     is_jailbreak_attempt: bool = False
     created: list[UUID] = field(default_factory=list)
@@ -110,6 +112,7 @@ def store_items(
         cipher=cipher_for(session.user_id),
         transcript=transcript,
         extractor_name=extractor_name,
+        embedding_model=embedder.name,
         is_jailbreak_attempt=any(
             looks_like_instructions(m.content) for m in transcript.messages if m.role == "user"
         ),
@@ -234,7 +237,7 @@ def _find_near_duplicate(
     rows = (
         Memory.objects.for_owner(user=session.user, mode=session.mode)
         .filter(kind=item.kind, status__in=LIVE_STATUSES, valid_to__isnull=True)
-        .annotate(distance=CosineDistance("embedding", vector))
+        .annotate(distance=cosine_distance(vector, model=batch.embedding_model))
         .filter(distance__lte=1 - DUPLICATE_MIN_SIMILARITY)
         .order_by("distance")
     )
@@ -331,6 +334,7 @@ def _create(
         mode=session.mode,
         cipher=batch.cipher,
         embedding=vector,
+        embedding_model=batch.embedding_model,
         session_id=session.pk,
         agent_id=session.agent_id,
     )

@@ -172,7 +172,11 @@ def restore(memory: Memory, version: MemoryVersion, cipher: UserCipher, embedder
     """Put back the content a memory had before an edit that is being forgotten."""
     content = open_version_content(version, cipher)
     fields = seal_content(
-        memory, cipher=cipher, content=content, embedding=embedder.embed([content])[0]
+        memory,
+        cipher=cipher,
+        content=content,
+        embedding=embedder.embed([content])[0],
+        embedding_model=embedder.name,
     )
     fields += seal_payload(memory, cipher=cipher, payload=open_version_payload(version, cipher))
     memory.updated_at = timezone.now()

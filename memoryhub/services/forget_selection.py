@@ -10,9 +10,8 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db.models import Q
-from pgvector.django import CosineDistance
 
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import Embedder, calibrated_cosine
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
 from memoryhub.memory_rows import open_payload, open_version_content
@@ -33,6 +32,7 @@ from memoryhub.sealed_tables import (
     WORKING_MEMORY_FIELD,
 )
 from memoryhub.services.summaries import COMMON_WORDS, COMPACTION_GENERATOR, THEME_GENERATOR
+from memoryhub.vector_search import cosine_distance
 
 # Cosine similarity above which a memory or message counts as "about" a forget query.
 QUERY_MIN_SIMILARITY = 0.5
@@ -122,7 +122,7 @@ def _near_query(query: str, texts: Sequence[tuple[UUID, str]], embedder: Embedde
 
     Only one batch of vectors is alive at once, whatever the number of texts.
     """
-    (query_vector,) = embedder.embed([query])
+    query_vector = embedder.embed_query(query)
     batch = settings.MEMORYHUB_FORGET_EMBED_BATCH
     near: set[UUID] = set()
     for start in range(0, len(texts), batch):
@@ -131,7 +131,8 @@ def _near_query(query: str, texts: Sequence[tuple[UUID, str]], embedder: Embedde
         near.update(
             pk
             for (pk, _), vector in zip(chunk, vectors, strict=True)
-            if _similarity(query_vector, vector) >= QUERY_MIN_SIMILARITY
+            if calibrated_cosine(_similarity(query_vector, vector), embedder.name)
+            >= QUERY_MIN_SIMILARITY
         )
     return near
 
@@ -165,6 +166,7 @@ def _select_memories(
     ids: tuple[UUID, ...],
     cipher: UserCipher,
     query_vector: list[float] | None,
+    vector_model: str,
 ) -> set[UUID]:
     memories = Memory.objects.for_owner(user=user, mode=mode).filter(
         in_window("created_at", selector)
@@ -172,9 +174,9 @@ def _select_memories(
     if ids:
         memories = memories.filter(pk__in=ids)
     if query_vector is not None:
-        memories = memories.annotate(distance=CosineDistance("embedding", query_vector)).filter(
-            distance__lt=1 - QUERY_MIN_SIMILARITY
-        )
+        memories = memories.annotate(
+            distance=cosine_distance(query_vector, model=vector_model)
+        ).filter(distance__lt=1 - QUERY_MIN_SIMILARITY)
     if not selector.topic:
         chosen = set(memories.values_list("pk", flat=True))
         return chosen if query_vector is None else _drop_generated(chosen, memories, cipher)
@@ -213,14 +215,15 @@ def _select_messages(
     selector: ForgetSelector,
     cipher: UserCipher,
     query_vector: list[float] | None,
+    vector_model: str,
 ) -> set[UUID]:
     messages = Message.objects.filter(session__user=user, session__mode=mode).filter(
         in_window("created_at", selector)
     )
     if query_vector is not None:
-        messages = messages.annotate(distance=CosineDistance("embedding", query_vector)).filter(
-            distance__lt=1 - QUERY_MIN_SIMILARITY
-        )
+        messages = messages.annotate(
+            distance=cosine_distance(query_vector, model=vector_model)
+        ).filter(distance__lt=1 - QUERY_MIN_SIMILARITY)
     if not selector.topic:
         return set(messages.values_list("pk", flat=True))
     words = _topic_words(selector.topic)
@@ -337,16 +340,27 @@ def plan_forget(
     Raises InvalidInputError for an empty or malformed selector.
     """
     ids = check_selector(selector)
-    query_vector = embedder.embed([selector.query])[0] if selector.query else None
+    query_vector = embedder.embed_query(selector.query) if selector.query else None
     plan = ForgetPlan()
     plan.memory_ids = _select_memories(
-        user=user, mode=mode, selector=selector, ids=ids, cipher=cipher, query_vector=query_vector
+        user=user,
+        mode=mode,
+        selector=selector,
+        ids=ids,
+        cipher=cipher,
+        query_vector=query_vector,
+        vector_model=embedder.name,
     )
     if ids:
         # Explicit ids name memories only; periods, topics and queries reach everything.
         return plan
     plan.message_ids = _select_messages(
-        user=user, mode=mode, selector=selector, cipher=cipher, query_vector=query_vector
+        user=user,
+        mode=mode,
+        selector=selector,
+        cipher=cipher,
+        query_vector=query_vector,
+        vector_model=embedder.name,
     )
     plan.working_memory_session_ids = _select_working_memory(
         user=user, mode=mode, selector=selector, cipher=cipher, embedder=embedder

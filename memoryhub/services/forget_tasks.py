@@ -14,7 +14,6 @@ from uuid import UUID, uuid4
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
@@ -29,6 +28,7 @@ from memoryhub.services.forget_selection import (
     in_window,
 )
 from memoryhub.task_queue import RUN_FORGET_TASK, enqueue
+from memoryhub.vector_search import cosine_distance
 
 
 def count_query_matches(
@@ -37,11 +37,11 @@ def count_query_matches(
     """How many memories of the mode the selector's query picks (one indexed count)."""
     if not selector.query:
         return 0
-    (vector,) = embedder.embed([selector.query])
+    vector = embedder.embed_query(selector.query)
     return (
         Memory.objects.for_owner(user=user, mode=mode)
         .filter(in_window("created_at", selector))
-        .annotate(distance=CosineDistance("embedding", vector))
+        .annotate(distance=cosine_distance(vector, model=embedder.name))
         .filter(distance__lt=1 - QUERY_MIN_SIMILARITY)
         .count()
     )

@@ -337,6 +337,7 @@ def _store_summary(
         mode=session.mode,
         cipher=cipher,
         embedding=embedder.embed([text])[0],
+        embedding_model=embedder.name,
         session_id=session.pk,
         agent_id=session.agent_id,
     )

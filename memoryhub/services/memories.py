@@ -91,10 +91,14 @@ def build_memory(
     mode: Mode,
     cipher: UserCipher,
     embedding: list[float] | None,
+    embedding_model: str = "",
     session_id: UUID | None = None,
     agent_id: UUID | None = None,
 ) -> Memory:
-    """Validate and seal one memory into an unsaved row (no database access)."""
+    """Validate and seal one memory into an unsaved row (no database access).
+
+    `embedding_model` names the model that made `embedding` (required with one).
+    """
     content = check_content(item.content)
     _choice(item.kind, MemoryKind, "kind")
     _choice(item.importance, Importance, "importance")
@@ -128,6 +132,7 @@ def build_memory(
         cipher=cipher,
         content=content,
         embedding=embedding,
+        embedding_model=embedding_model,
         slot=item.slot,
         known_personal_data=item.personal_data,
         is_known_flagged=item.is_flagged,
@@ -179,6 +184,7 @@ def remember_many(
             mode=mode,
             cipher=cipher,
             embedding=vector,
+            embedding_model=embedder.name,
             session_id=session_id,
             agent_id=agent_id,
         )
@@ -296,6 +302,7 @@ def edit_memory(
                 cipher=cipher,
                 content=content,
                 embedding=embedder.embed([content])[0],
+                embedding_model=embedder.name,
                 slot=slot if isinstance(slot, str) else None,
             )
         if payload is not None:

@@ -143,10 +143,15 @@ def add_message(
             session=locked,
             seq=(last or 0) + 1,
             role=role,
-            embedding=embedding,
             created_at=now,
         )
-        seal_message(message, cipher=cipher, content=content)
+        seal_message(
+            message,
+            cipher=cipher,
+            content=content,
+            embedding=embedding,
+            embedding_model=embedder.name,
+        )
         message.save(force_insert=True)
         locked.last_activity_at = now
         locked.save(update_fields=["last_activity_at"])

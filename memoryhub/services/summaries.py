@@ -157,7 +157,11 @@ def rewrite_summary(
         else:
             MemoryVersion.objects.filter(memory=memory).delete()
         fields = seal_content(
-            memory, cipher=cipher, content=content, embedding=embedder.embed([content])[0]
+            memory,
+            cipher=cipher,
+            content=content,
+            embedding=embedder.embed([content])[0],
+            embedding_model=embedder.name,
         )
         fields += seal_payload(memory, cipher=cipher, payload=payload)
         memory.updated_at = timezone.now()

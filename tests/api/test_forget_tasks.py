@@ -20,10 +20,15 @@ class CountingEmbedder:
     def __init__(self) -> None:
         self.batches: list[int] = []
         self.inner = default_embedder()
+        self.name = self.inner.name
 
     def embed(self, texts):
         self.batches.append(len(texts))
         return self.inner.embed(texts)
+
+    def embed_query(self, text):
+        self.batches.append(1)
+        return self.inner.embed_query(text)
 
 
 def _allergies(user, mode, embedder):

@@ -120,6 +120,9 @@ def test_the_embedding_cache_gives_the_same_vectors_from_disk_and_holds_no_text(
         def embed(self, batch):
             raise AssertionError(f"embedded again: {batch}")
 
+        def embed_query(self, text):
+            raise AssertionError(f"embedded again: {text}")
+
     again = CachedEmbedder(Refusing(), path=path)  # type: ignore[arg-type]
     assert again.embed(list(reversed(texts))) == list(reversed(computed))
     raw = path.read_bytes()  # numpy keeps strings as UTF-32: look for both encodings.

@@ -175,6 +175,10 @@ class _RecordingEmbedder:
         self.texts += texts
         return self.inner.embed(texts)
 
+    def embed_query(self, text):
+        self.texts.append(text)
+        return self.inner.embed_query(text)
+
 
 def test_a_speaker_the_message_names_brings_their_own_memories(user, personal, agent, embedder):
     alice, _bob = _remember(

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import MINILM, MULTILINGUAL_E5, Embedder, embedder_for
 from memoryhub.extraction.base import Transcript, TranscriptMessage
 from memoryhub.extraction.learned import Candidate, about_the_user, language_of, learned_items
 from memoryhub.extraction.offline import OfflineExtractor
@@ -79,6 +79,7 @@ def test_the_artefact_round_trips_and_pickles_are_refused(
     save_statement_model(model, copy)
     loaded = load_statement_model(copy)
     assert loaded.version == model.version and loaded.threshold == model.threshold
+    assert loaded.embedding_model == model.embedding_model
     assert np.array_equal(loaded.weights, model.weights)
     pickled = tmp_path / "pickled.npz"
     np.savez(pickled, version=np.array([object()], dtype=object))
@@ -195,7 +196,7 @@ def test_text_that_tries_to_instruct_is_not_kept(extractor: OfflineExtractor, me
 
 def test_learned_items_embed_every_candidate_in_one_call(model: StatementModel) -> None:
     class CountingEmbedder:
-        name = "counting"
+        name = MINILM  # The model the weights read.
         dimensions = DIMENSIONS
 
         def __init__(self) -> None:
@@ -204,6 +205,9 @@ def test_learned_items_embed_every_candidate_in_one_call(model: StatementModel) 
         def embed(self, texts: Sequence[str]) -> list[list[float]]:
             self.calls.append(list(texts))
             return [[0.0] * DIMENSIONS for _ in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            raise AssertionError("a candidate is no search query")
 
     message = TranscriptMessage("m0", "user", "", WEDNESDAY)
     sentences = [
@@ -219,6 +223,19 @@ def test_learned_items_embed_every_candidate_in_one_call(model: StatementModel) 
     )
     # One batch, each distinct sentence once.
     assert counting.calls == [["I run every Sunday morning.", "I swim every Monday night."]]
+
+
+def test_the_decision_reads_the_vectors_of_the_model_it_was_trained_on(
+    model: StatementModel,
+) -> None:
+    # The weights read MiniLM's vectors: a deployment storing memories with the multilingual
+    # model still decides with MiniLM, and another model's vectors are refused, not misread.
+    assert model.embedding_model == MINILM
+    message = TranscriptMessage("m0", "user", "", WEDNESDAY)
+    candidate = Candidate("I run every Sunday morning.", "I run", message, False)
+    with pytest.raises(ValueError, match=MULTILINGUAL_E5):
+        learned_items([candidate], embedder=embedder_for(MULTILINGUAL_E5), model=model)
+    assert OfflineExtractor(model=model)._embedder_().name == MINILM
 
 
 @pytest.mark.parametrize(

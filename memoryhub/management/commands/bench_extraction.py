@@ -24,7 +24,7 @@ from bench.extraction.dataset import DATA_PATH, SPLITS, Conversation, load_conve
 from bench.extraction.runner import RESULTS_DIR, format_table, run_benchmark, write_report
 from bench.retrieval import machine
 from memoryhub.celery import app
-from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.embeddings import MINILM, Embedder, default_embedder, embedder_for
 from memoryhub.extraction import Extractor
 from memoryhub.extraction.anthropic import AnthropicExtractor
 from memoryhub.extraction.offline import OfflineExtractor
@@ -126,7 +126,9 @@ class Command(BaseCommand):
             loaded = locomo.load_speaker_sessions(parts[part], options["locomo_data"])
             sessions.extend(loaded[: options["limit"]] if options["limit"] else loaded)
         torch.set_num_threads(1)
-        embedder = default_embedder()
+        # The match threshold was chosen on MiniLM's cosine: scored with MiniLM whatever model
+        # the deployment stores memories with.
+        embedder = embedder_for(MINILM)
         names = (
             ["offline", "anthropic"] if options["extractor"] == "all" else [options["extractor"]]
         )

@@ -1,0 +1,36 @@
+"""The cosine distance between a query vector and stored vectors, never across two models.
+
+Vectors of two embedding models live in unrelated spaces: their cosine means nothing. Every
+stored vector records its model (`embedding_model`), and every search measures distances
+through `cosine_distance`, which only compares a row's vector when the same model made it.
+During a switch of model (`manage.py reembed`), the rows not yet re-embedded count as
+unrelated (distance 1, cosine 0) instead: a threshold drops them, a ranking puts them last,
+and recall can still find them by their words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.models import Case, FloatField, Value, When
+from pgvector.django import CosineDistance
+
+from memoryhub.embeddings import distance_scale
+
+# The distance of a vector that cannot be compared: cosine 0, as for an unrelated text.
+UNRELATED = 1.0
+
+
+def cosine_distance(vector: Sequence[float], *, model: str, field: str = "embedding") -> Case:
+    """The cosine distance of `field` to `vector` (made by `model`); UNRELATED for another model.
+
+    The distance is read on MiniLM's scale (`embeddings.distance_scale`), so the score's blend
+    and every threshold keep their meaning whichever model made the vectors.
+    """
+    distance = CosineDistance(field, list(vector))
+    scale = distance_scale(model)
+    return Case(
+        When(**{f"{field}_model": model}, then=distance if scale == 1.0 else distance * scale),
+        default=Value(UNRELATED),
+        output_field=FloatField(),
+    )
