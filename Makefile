@@ -33,7 +33,7 @@ $(TS_STAMP): $(TS_CLIENT)/package-lock.json
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
 	touch $(TS_STAMP)
 
-setup: $(STAMP) $(TS_STAMP) ## Create the virtualenv and install everything (reuses what exists)
+setup: $(STAMP) ## Create the virtualenv and install everything the app needs (reuses what exists)
 	$(BIN)/python manage.py export_embedding_model
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
@@ -59,11 +59,11 @@ typecheck: setup ## mypy --strict
 	$(BIN)/mypy memoryhub dashboard review accounts admin_tools
 	$(BIN)/mypy clients/python/memoryhub_client
 
-pytest: setup
+pytest: setup $(TS_STAMP)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-clients-schema: setup ## After an API change: regenerate the TypeScript client's openapi.json and types
+clients-schema: setup $(TS_STAMP) ## After an API change: regenerate the TypeScript client's openapi.json and types
 	$(BIN)/python manage.py export_openapi_schema --api memoryhub.api.api.api --indent 2 --output $(TS_CLIENT)/openapi.json
 	cd $(TS_CLIENT) && npm run --silent generate
 
