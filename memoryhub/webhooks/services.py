@@ -171,11 +171,18 @@ def record_deliveries(change: Change) -> None:
     event_types = events.EVENTS_OF.get(change.action, ())
     if not event_types:
         return
-    user = User.objects.filter(pk=change.user_id).first() if change.user_id else None
-    workspace_id = change.workspace_id or (user.workspace_id if user else None)
-    if workspace_id is None:
+    # Every change of memory comes here after its commit, and most workspaces have no endpoint:
+    # one query finds the endpoints (through the user's workspace), the user only when needed.
+    enabled = WebhookEndpoint.objects.filter(is_enabled=True)
+    if change.workspace_id:
+        endpoints = list(enabled.filter(workspace_id=change.workspace_id))
+    elif change.user_id:
+        endpoints = list(enabled.filter(workspace__users__pk=change.user_id))
+    else:
         return
-    endpoints = list(WebhookEndpoint.objects.filter(workspace_id=workspace_id, is_enabled=True))
+    if not endpoints:
+        return
+    user = User.objects.filter(pk=change.user_id).first() if change.user_id else None
     now = timezone.now()
     created: list[WebhookDelivery] = []
     for event_type in event_types:
