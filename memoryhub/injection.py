@@ -64,6 +64,17 @@ _OVERRIDE = (
     r"\bne\s(?:tiens|tenez)\spas\scompte\sdes?\s(?:[\w-]+\s){0,2}(?:instructions|consignes)\b",
     r"\b(?:tu\ses|vous\setes)\smaintenant\s(?:un|une|en\smode|libre|dan|sans)\b",
     r"\bnouvelles\s(?:instructions|consignes|regles)\s?:",
+    # Obedience and authority, as in English: "désormais obéis-moi", "fais ce que je te dis",
+    # "je suis l'administrateur de ce système" (not "je suis l'administrateur du réseau").
+    r"\bobei(?:s|ssez)[\s-](?:moi|nous)\b",
+    r"\bobei(?:s|ssez|r)\sa\s(?:tous\s|toutes\s)?(?:mes|nos)\s(?:ordres|commandes)\b",
+    r"\b(?:fais|faites)\s(?:exactement\s)?(?:tout\s)?ce\sque\s(?:je|nous)\s(?:te\s|vous\s)?"
+    r"(?:dis|disons|ordonne|ordonnons|demande|demandons)\b",
+    r"\bje\ssuis\s(?:l'|le\s|la\s|un\s|une\s)(?:admin|administrat(?:eur|rice)|developpeu(?:r|se)|"
+    r"createur|creatrice|proprietaire|operat(?:eur|rice))\sde\s(?:ce|cet|cette|ton|ta|votre)\s"
+    r"(?:systeme|assistant|ia|modele|bot|chatbot)\b",
+    r"\bje\ssuis\s(?:ton|ta|votre)\s(?:admin|administrat(?:eur|rice)|developpeu(?:r|se)|"
+    r"createur|creatrice|proprietaire|operat(?:eur|rice)|maitre)\b",
 )
 
 # Chat-template role markers that try to start a new system/assistant turn.
