@@ -27,6 +27,7 @@ from pathlib import Path
 from amqp.exceptions import ChannelError
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import MiddlewareNotUsed
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.models import Count, Min, Sum
 from django.http import HttpRequest, HttpResponse
@@ -116,6 +117,9 @@ class RequestMetricsMiddleware:
     """Count and time every request Django answers, 503s and 500s included."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        if not settings.MEMORYHUB_METRICS_TOKEN:
+            # Nobody can scrape: no counting, timing or pool copying on every request.
+            raise MiddlewareNotUsed
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
