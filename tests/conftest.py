@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from allauth.mfa.models import Authenticator
+from django.core.cache import cache
 from django.db import connection
 from psycopg import sql
 
@@ -48,6 +49,16 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def _no_pending_memory_access():
     """Each test starts with no recall counts buffered by an earlier one (services/access.py)."""
     access_buffer.clear()
+
+
+@pytest.fixture(autouse=True)
+def _no_rate_limits_carried_over():
+    """Each test starts with no login attempts counted by allauth's rate limits.
+
+    The test cache lives for the whole run, and the browser tests sign in from 127.0.0.1 many
+    times a minute: past allauth's 30 logins per minute and IP, a later test got a 429.
+    """
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)
