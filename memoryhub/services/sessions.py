@@ -178,7 +178,7 @@ def _apply_real_time(
     extractor = OfflineExtractor()
     items = [
         item
-        for item in extractor.extract_from_message(said)
+        for item in extractor.extract_from_message(said, stated_only=True)
         if is_explicit_statement(item) and is_grounded(item, transcript)
     ]
     if not items:

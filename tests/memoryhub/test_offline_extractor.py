@@ -17,6 +17,7 @@ from memoryhub.extraction.dates import find_date
 from memoryhub.extraction.offline import OfflineExtractor
 from memoryhub.extraction.sentences import split_sentences
 from memoryhub.extraction.summary import fit_summary
+from memoryhub.services.evidence import is_explicit_statement
 
 # A Wednesday: "Friday" is 2025-03-14, "tomorrow" 2025-03-13, "Monday" 2025-03-17.
 WEDNESDAY = datetime(2025, 3, 12, 9, 0, tzinfo=UTC)
@@ -462,6 +463,30 @@ def test_offline_extractor_extract_from_message_reads_one_message():
         ("location", "Berlin", False),
     ]
     assert all(item.quote in message.content and item.message_ids == ("live",) for item in items)
+
+
+def test_extract_from_message_stated_only_reads_only_what_can_be_stated_outright():
+    text = (
+        "I'm based in Berlin. Actually, call me Alex. I work at Acme, not Initech. "
+        "Remember that the demo is on staging-2. J'habite à Lyon, pas Paris."
+    )
+    message = TranscriptMessage("live", "user", text, WEDNESDAY)
+
+    every = OfflineExtractor().extract_from_message(message)
+    stated = OfflineExtractor().extract_from_message(message, stated_only=True)
+
+    assert any("Berlin" in item.quote for item in every)
+    # Berlin is no correction nor "remember that": left for the end of the session.
+    assert all("Berlin" not in item.quote for item in stated)
+    assert [item for item in every if is_explicit_statement(item)] == [
+        item for item in stated if is_explicit_statement(item)
+    ]
+    assert {item.value for item in stated if item.is_correction and item.slot} == {
+        "Alex",
+        "Acme",
+        "Lyon",
+    }
+    assert any(item.is_explicit for item in stated)
 
 
 def test_offline_extractor_extract_from_message_ignores_assistant_messages():
