@@ -111,7 +111,9 @@ class Roles:
         """
         if not self.is_reviewer:
             return 0
-        return LearningCandidate.objects.filter(workspace_id=self._user.workspace_id).pending().count()
+        return (
+            LearningCandidate.objects.filter(workspace_id=self._user.workspace_id).pending().count()
+        )
 
     @cached_property
     def has_totp(self) -> bool:

@@ -499,7 +499,7 @@ MEMORYHUB_EMBEDDING_BATCH_THREADS = env_int("MEMORYHUB_EMBEDDING_BATCH_THREADS",
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 # Where people reach this server, for links in emails sent outside a request (review digests).
-MEMORYHUB_SITE_URL = env_str("MEMORYHUB_SITE_URL", "http://localhost:8000")
+MEMORYHUB_SITE_URL = (env_str("MEMORYHUB_SITE_URL") or "http://localhost:8000").rstrip("/")
 MEMORYHUB_EXTRACTION_MODEL = env_str("MEMORYHUB_EXTRACTION_MODEL", "claude-haiku-4-5") or ""
 MEMORYHUB_LLM_TIMEOUT_SECONDS = env_int("MEMORYHUB_LLM_TIMEOUT_SECONDS", 60)
 MEMORYHUB_LLM_MAX_RETRIES = env_int("MEMORYHUB_LLM_MAX_RETRIES", 3)

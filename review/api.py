@@ -111,7 +111,8 @@ class ApproveIn(Schema):
         None, description="The question as it should be published; the captured one if absent."
     )
     answer: Annotated[str, Field(max_length=MAX_EDIT_CHARS)] | None = Field(
-        None, description="The answer or fact as it should be published; the captured one if absent."
+        None,
+        description="The answer or fact as it should be published; the captured one if absent.",
     )
     apply_to_group: bool = Field(
         False, description="Approve the alike waiting candidates (same group id) with it."

@@ -63,7 +63,7 @@ def _digest_reviewers() -> list[User]:
 
 
 def _send_digest(reviewer: User, counts: WaitingCounts) -> bool:
-    queue_url = settings.MEMORYHUB_SITE_URL.rstrip("/") + reverse("review:queue")
+    queue_url = settings.MEMORYHUB_SITE_URL + reverse("review:queue")
     body = render_to_string(
         "email/review_digest.txt",
         {
@@ -72,8 +72,7 @@ def _send_digest(reviewer: User, counts: WaitingCounts) -> bool:
             "queue_url": queue_url,
             "answers_url": f"{queue_url}?kind={Kind.ANSWER}",
             "facts_url": f"{queue_url}?kind={Kind.FACT}",
-            "settings_url": settings.MEMORYHUB_SITE_URL.rstrip("/")
-            + reverse("review:settings"),
+            "settings_url": settings.MEMORYHUB_SITE_URL + reverse("review:settings"),
         },
     )
     subject = f"{counts.total} waiting for review in {reviewer.workspace.name}"

@@ -8,7 +8,7 @@ from django.db import InterfaceError, OperationalError
 from .notices import send_review_digests
 
 
-@shared_task(
+@shared_task(  # type: ignore[untyped-decorator]  # Celery's decorators are untyped.
     name="review.send_review_digests",
     acks_late=True,
     autoretry_for=(OperationalError, InterfaceError),

@@ -32,8 +32,8 @@ from . import decisions
 from .chart import build_chart
 from .forms import (
     ApproveForm,
-    DocumentEditForm,
     DigestForm,
+    DocumentEditForm,
     DocumentForm,
     QueueFilterForm,
     RejectForm,
