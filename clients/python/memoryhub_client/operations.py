@@ -57,6 +57,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "enable_webhook": ("POST", "/webhooks/{webhook_id}/enable"),
     "list_webhook_deliveries": ("GET", "/webhooks/{webhook_id}/deliveries"),
     "replay_webhook_delivery": ("POST", "/webhooks/deliveries/{delivery_id}/replay"),
+    "list_review_candidates": ("GET", "/review/candidates"),
+    "get_review_candidate": ("GET", "/review/candidates/{candidate_id}"),
+    "approve_candidate": ("POST", "/review/candidates/{candidate_id}/approve"),
+    "reject_candidate": ("POST", "/review/candidates/{candidate_id}/reject"),
 }
 # Writes that are safe to send twice as they are: the server treats a repeat as the same call.
 IDEMPOTENT_WRITES = frozenset(
@@ -469,3 +473,41 @@ class Operations(Generic[T]):
     def replay_webhook_delivery(self, delivery_id: int) -> T:
         """Send a failed or dead delivery again, with the same webhook-id."""
         return self._call("replay_webhook_delivery", path={"delivery_id": delivery_id})
+
+    # Review (a reviewer key, minted on the review pages)
+
+    def list_review_candidates(
+        self,
+        *,
+        kind: Literal["answer", "fact"] | None = None,
+        failure_class: str | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+    ) -> T:
+        """Waiting low-confidence answers and proposed facts, most urgent first, a page."""
+        query = {"kind": kind, "failure_class": failure_class, "page": page, "per_page": per_page}
+        return self._call("list_review_candidates", query=query)
+
+    def get_review_candidate(self, candidate_id: str) -> T:
+        return self._call("get_review_candidate", path={"candidate_id": candidate_id})
+
+    def approve_candidate(
+        self,
+        candidate_id: str,
+        *,
+        question: str | None = None,
+        answer: str | None = None,
+        apply_to_group: bool = False,
+    ) -> T:
+        """Publish it (as edited) to the knowledge base; 409 when already decided."""
+        body = {"question": question, "answer": answer, "apply_to_group": apply_to_group}
+        return self._call(
+            "approve_candidate", path={"candidate_id": candidate_id}, body=_present(body)
+        )
+
+    def reject_candidate(
+        self, candidate_id: str, reason: str, *, apply_to_group: bool = False
+    ) -> T:
+        """Reject it with a reason; 409 when already decided."""
+        body = {"reason": reason, "apply_to_group": apply_to_group}
+        return self._call("reject_candidate", path={"candidate_id": candidate_id}, body=body)
