@@ -128,9 +128,17 @@ class RejectIn(Schema):
     )
 
 
+class UserAnswerIn(Schema):
+    answer: Annotated[str, Field(min_length=1, max_length=MAX_EDIT_CHARS)] = Field(
+        description="The right answer, as a statement about the user; they confirm it first."
+    )
+
+
 class DecisionOut(Schema):
     candidate_id: UUID = Field(description="The decided candidate.")
-    status: str = Field(description="Its status now: `approved` or `rejected`.")
+    status: str = Field(
+        description="Its status now: `approved`, `rejected`, `answered` or `needs_user`."
+    )
     document_id: UUID | None = Field(description="The knowledge document it became (approvals).")
     threshold: float = Field(
         description="The workspace's review threshold after this decision (it tunes itself)."
@@ -278,3 +286,58 @@ def reject_candidate(request: HttpRequest, candidate_id: UUID, payload: RejectIn
         document_id=None,
         threshold=reviewer.workspace.review_threshold,
     )
+
+
+def _left_to_user(candidate_id: UUID, reviewer: User, status: str) -> DecisionOut:
+    return DecisionOut(
+        candidate_id=candidate_id,
+        status=status,
+        document_id=None,
+        threshold=reviewer.workspace.review_threshold,
+    )
+
+
+@router.post(
+    "/review/candidates/{candidate_id}/answer-for-user",
+    response={200: DecisionOut, **ERRORS},
+    summary="Answer a question for its user",
+)
+def answer_for_user(request: HttpRequest, candidate_id: UUID, payload: UserAnswerIn) -> DecisionOut:
+    """For a question about the user (their appointment, their plan): write the right answer
+    into their memory, waiting in "Is this right?" until they confirm it; nothing is published.
+
+    Only for a captured answer that is not a policy block (else 422). A user who paused memory,
+    or turned it off in the mode, gets nothing: 409 `memory_paused` or `memory_off`.
+    """
+    reviewer, actor = _reviewer(request)
+    decisions.answer_for_user(
+        workspace=reviewer.workspace,
+        candidate_id=candidate_id,
+        reviewer=reviewer,
+        actor=actor,
+        embedder=default_embedder(),
+        answer=payload.answer,
+    )
+    return _left_to_user(candidate_id, reviewer, LearningCandidate.Status.ANSWERED)
+
+
+@router.post(
+    "/review/candidates/{candidate_id}/needs-user",
+    response={200: DecisionOut, **ERRORS},
+    summary="Leave a question to its user",
+)
+def needs_user(request: HttpRequest, candidate_id: UUID) -> DecisionOut:
+    """A question only the user can answer: it becomes an open item in their memory.
+
+    Only for a captured answer that is not a policy block (else 422); 409 `memory_paused` or
+    `memory_off` when the user paused memory or turned it off in the mode.
+    """
+    reviewer, actor = _reviewer(request)
+    decisions.mark_needs_user(
+        workspace=reviewer.workspace,
+        candidate_id=candidate_id,
+        reviewer=reviewer,
+        actor=actor,
+        embedder=default_embedder(),
+    )
+    return _left_to_user(candidate_id, reviewer, LearningCandidate.Status.NEEDS_USER)

@@ -91,7 +91,7 @@ def test_the_review_routes_answer_a_reviewer_keys_generated_requests_within_thei
         for result in schema.get_all_operations()
         if result.ok().path.startswith("/api/v1/review/")
     ]
-    assert len(operations) == 4
+    assert len(operations) == 6
     failures = []
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):

@@ -13,8 +13,17 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import subject_pseudonym
 from memoryhub.knowledge import answers as knowledge_answers
-from memoryhub.models import ActorType, ApiKey, AuditEntry, KnowledgeDocument, LearningCandidate
+from memoryhub.models import (
+    ActorType,
+    ApiKey,
+    AuditEntry,
+    KnowledgeDocument,
+    LearningCandidate,
+    Memory,
+)
 from memoryhub.services.agents import create_personal_key, create_review_key, revoke_review_key
+from memoryhub.services.forget import delete_account
+from memoryhub.services.preferences import set_memory_paused, set_mode_memory_off
 from review.models import ThresholdChange
 from tests import factories
 from tests.api.conftest import Caller
@@ -225,3 +234,44 @@ def test_end_users_cannot_open_the_reviewer_settings(client, user):
     client.force_login(user)
     assert client.get(reverse("review:settings")).status_code == 403
     assert client.post(reverse("review:digest"), {"is_on": "1"}).status_code == 403
+
+
+def test_answering_for_the_user_respects_their_pause_and_memory_off(
+    reviewer_api, waiting, user, personal
+):
+    answers, fact = waiting
+    path = f"/review/candidates/{answers[2].pk}/answer-for-user"
+    body = {"answer": "Chronopost delivers to Corsica."}
+    set_memory_paused(user=user, is_paused=True, actor=Actor.for_user(user.pk))
+    paused = reviewer_api.post(path, body)
+    assert (paused.status_code, paused.json()["code"]) == (409, "memory_paused")
+    set_memory_paused(user=user, is_paused=False, actor=Actor.for_user(user.pk))
+    set_mode_memory_off(user=user, mode=personal, is_off=True, actor=Actor.for_user(user.pk))
+    off = reviewer_api.post(f"/review/candidates/{answers[2].pk}/needs-user")
+    assert (off.status_code, off.json()["code"]) == (409, "memory_off")
+    assert LearningCandidate.objects.get(pk=answers[2].pk).status == "pending"
+    assert not Memory.objects.for_owner(user=user, mode=personal).exists()
+
+    set_mode_memory_off(user=user, mode=personal, is_off=False, actor=Actor.for_user(user.pk))
+    response = reviewer_api.post(path, body)
+    assert response.status_code == 200 and response.json()["status"] == "answered"
+    # It waits in the user's memory as a candidate for them to confirm.
+    memory = Memory.objects.for_owner(user=user, mode=personal).get()
+    assert (memory.status, memory.source) == ("candidate", "reviewer")
+    assert reviewer_api.post(path, body).status_code == 409
+
+    needs = reviewer_api.post(f"/review/candidates/{answers[0].pk}/needs-user")
+    assert needs.status_code == 200 and needs.json()["status"] == "needs_user"
+    # A proposed fact is the workspace's, not a question of the user's.
+    refused = reviewer_api.post(f"/review/candidates/{fact.pk}/needs-user")
+    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_input")
+    empty = reviewer_api.post(f"/review/candidates/{answers[1].pk}/answer-for-user", {"answer": ""})
+    assert empty.status_code == 422
+
+
+def test_a_deleted_users_candidates_are_gone_for_the_api_too(reviewer_api, waiting, user):
+    answers, _ = waiting
+    delete_account(user=user, actor=Actor.for_user(user.pk))
+    assert reviewer_api.get("/review/candidates").json()["items"] == []
+    response = reviewer_api.post(f"/review/candidates/{answers[0].pk}/approve", {})
+    assert (response.status_code, response.json()["code"]) == (404, "not_found")

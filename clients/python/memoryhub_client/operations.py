@@ -61,6 +61,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "get_review_candidate": ("GET", "/review/candidates/{candidate_id}"),
     "approve_candidate": ("POST", "/review/candidates/{candidate_id}/approve"),
     "reject_candidate": ("POST", "/review/candidates/{candidate_id}/reject"),
+    "answer_for_user": ("POST", "/review/candidates/{candidate_id}/answer-for-user"),
+    "leave_to_user": ("POST", "/review/candidates/{candidate_id}/needs-user"),
 }
 # Writes that are safe to send twice as they are: the server treats a repeat as the same call.
 IDEMPOTENT_WRITES = frozenset(
@@ -511,3 +513,13 @@ class Operations(Generic[T]):
         """Reject it with a reason; 409 when already decided."""
         body = {"reason": reason, "apply_to_group": apply_to_group}
         return self._call("reject_candidate", path={"candidate_id": candidate_id}, body=body)
+
+    def answer_for_user(self, candidate_id: str, answer: str) -> T:
+        """Write the right answer into the user's memory, for them to confirm (409 if paused)."""
+        return self._call(
+            "answer_for_user", path={"candidate_id": candidate_id}, body={"answer": answer}
+        )
+
+    def leave_to_user(self, candidate_id: str) -> T:
+        """Leave a question only the user can answer to them, as an open item (409 if paused)."""
+        return self._call("leave_to_user", path={"candidate_id": candidate_id})

@@ -58,6 +58,8 @@ export const OPERATIONS = {
   getReviewCandidate: ["GET", "/review/candidates/{candidate_id}"],
   approveCandidate: ["POST", "/review/candidates/{candidate_id}/approve"],
   rejectCandidate: ["POST", "/review/candidates/{candidate_id}/reject"],
+  answerForUser: ["POST", "/review/candidates/{candidate_id}/answer-for-user"],
+  leaveToUser: ["POST", "/review/candidates/{candidate_id}/needs-user"],
 } as const;
 
 // Writes that are safe to send twice: they carry an idempotency key, only read, or are
@@ -433,6 +435,25 @@ export class MemoryHub {
       this.api.POST("/api/v1/review/candidates/{candidate_id}/reject", {
         params: { path: { candidate_id: candidateId } },
         body,
+      }),
+    );
+  }
+
+  /** Write the right answer into the user's memory, for them to confirm (409 if paused). */
+  answerForUser(candidateId: string, body: Schemas["UserAnswerIn"]) {
+    return unwrap(
+      this.api.POST("/api/v1/review/candidates/{candidate_id}/answer-for-user", {
+        params: { path: { candidate_id: candidateId } },
+        body,
+      }),
+    );
+  }
+
+  /** Leave a question only the user can answer to them, as an open item (409 if paused). */
+  leaveToUser(candidateId: string) {
+    return unwrap(
+      this.api.POST("/api/v1/review/candidates/{candidate_id}/needs-user", {
+        params: { path: { candidate_id: candidateId } },
       }),
     );
   }
