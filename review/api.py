@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Path, Query, Router, Schema
 from pydantic import Field
 
 from accounts.roles import has_totp, is_reviewer
@@ -34,6 +34,7 @@ from .queries import CandidateView, QueueFilter, get_candidate, list_queue
 MAX_PER_PAGE = 100
 MAX_PAGE = 100_000
 MAX_EDIT_CHARS = 20_000
+CandidateId = Annotated[UUID, Path(description="The candidate's id (from the list).")]
 
 
 class ReviewerKeyAuth(ApiKeyAuth):
@@ -222,7 +223,7 @@ def list_candidates(request: HttpRequest, params: Query[CandidateQueryIn]) -> Ca
     response={200: CandidateOut, **ERRORS},
     summary="Read one candidate",
 )
-def read_candidate(request: HttpRequest, candidate_id: UUID) -> CandidateOut:
+def read_candidate(request: HttpRequest, candidate_id: CandidateId) -> CandidateOut:
     """One candidate of the reviewer's workspace, waiting or decided (audited); else 404."""
     reviewer, actor = _reviewer(request)
     detail = get_candidate(workspace=reviewer.workspace, candidate_id=candidate_id, actor=actor)
@@ -234,7 +235,9 @@ def read_candidate(request: HttpRequest, candidate_id: UUID) -> CandidateOut:
     response={200: DecisionOut, **ERRORS},
     summary="Approve a candidate",
 )
-def approve_candidate(request: HttpRequest, candidate_id: UUID, payload: ApproveIn) -> DecisionOut:
+def approve_candidate(
+    request: HttpRequest, candidate_id: CandidateId, payload: ApproveIn
+) -> DecisionOut:
     """Publish a waiting candidate (as edited) to the workspace's knowledge base.
 
     Exactly as on the review page: the decision counts towards the self-tuning threshold, is
@@ -265,7 +268,9 @@ def approve_candidate(request: HttpRequest, candidate_id: UUID, payload: Approve
     response={200: DecisionOut, **ERRORS},
     summary="Reject a candidate",
 )
-def reject_candidate(request: HttpRequest, candidate_id: UUID, payload: RejectIn) -> DecisionOut:
+def reject_candidate(
+    request: HttpRequest, candidate_id: CandidateId, payload: RejectIn
+) -> DecisionOut:
     """Reject a waiting candidate with a reason; nothing is published.
 
     Counts towards the self-tuning threshold, audited and announced (`review.decided`). 404
@@ -302,7 +307,9 @@ def _left_to_user(candidate_id: UUID, reviewer: User, status: str) -> DecisionOu
     response={200: DecisionOut, **ERRORS},
     summary="Answer a question for its user",
 )
-def answer_for_user(request: HttpRequest, candidate_id: UUID, payload: UserAnswerIn) -> DecisionOut:
+def answer_for_user(
+    request: HttpRequest, candidate_id: CandidateId, payload: UserAnswerIn
+) -> DecisionOut:
     """For a question about the user (their appointment, their plan): write the right answer
     into their memory, waiting in "Is this right?" until they confirm it; nothing is published.
 
@@ -326,7 +333,7 @@ def answer_for_user(request: HttpRequest, candidate_id: UUID, payload: UserAnswe
     response={200: DecisionOut, **ERRORS},
     summary="Leave a question to its user",
 )
-def needs_user(request: HttpRequest, candidate_id: UUID) -> DecisionOut:
+def needs_user(request: HttpRequest, candidate_id: CandidateId) -> DecisionOut:
     """A question only the user can answer: it becomes an open item in their memory.
 
     Only for a captured answer that is not a policy block (else 422); 409 `memory_paused` or

@@ -275,3 +275,23 @@ def test_a_deleted_users_candidates_are_gone_for_the_api_too(reviewer_api, waiti
     assert reviewer_api.get("/review/candidates").json()["items"] == []
     response = reviewer_api.post(f"/review/candidates/{answers[0].pk}/approve", {})
     assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_every_review_route_and_field_is_described_in_the_openapi_schema(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    components = schema["components"]["schemas"]
+    review = {p: ops for p, ops in schema["paths"].items() if p.startswith("/api/v1/review/")}
+    assert len([o for ops in review.values() for o in ops]) == 6
+    refs = set()
+    for ops in review.values():
+        for operation in ops.values():
+            assert operation["summary"] and operation["description"]
+            assert all(p.get("description") for p in operation.get("parameters", []))
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:
+                refs.add(body["schema"]["$ref"])
+            refs.add(operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"])
+    names = {ref.rsplit("/", 1)[1] for ref in refs} | {"CandidateOut"}
+    for name in names:
+        for field, spec in components[name]["properties"].items():
+            assert spec.get("description"), (name, field)

@@ -6745,6 +6745,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The candidate's id (from the list). */
                 candidate_id: string;
             };
             cookie?: never;
@@ -6878,6 +6879,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The candidate's id (from the list). */
                 candidate_id: string;
             };
             cookie?: never;
@@ -7015,6 +7017,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The candidate's id (from the list). */
                 candidate_id: string;
             };
             cookie?: never;
@@ -7152,6 +7155,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The candidate's id (from the list). */
                 candidate_id: string;
             };
             cookie?: never;
@@ -7289,6 +7293,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The candidate's id (from the list). */
                 candidate_id: string;
             };
             cookie?: never;
