@@ -295,3 +295,17 @@ def test_every_review_route_and_field_is_described_in_the_openapi_schema(client)
     for name in names:
         for field, spec in components[name]["properties"].items():
             assert spec.get("description"), (name, field)
+
+
+def test_a_reviewer_key_is_refused_by_the_mcp_scope_and_revoked_with_a_new_password(reviewer):
+    from memoryhub.api.auth import scope_for_key
+    from memoryhub.errors import PermissionDeniedError
+    from memoryhub.models import Channel as KeyChannel
+    from memoryhub.services.agents import revoke_personal_keys
+
+    mint(reviewer)
+    api_key = ApiKey.objects.get(user=reviewer, is_review_key=True)
+    with pytest.raises(PermissionDeniedError):
+        scope_for_key(api_key, "me", channel=KeyChannel.MCP)
+    revoked = revoke_personal_keys(user=reviewer, actor=Actor.for_user(reviewer.pk))
+    assert [key.pk for key in revoked] == [api_key.pk]
