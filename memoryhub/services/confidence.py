@@ -14,7 +14,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import get_memory_row, open_payload, seal_payload
+from memoryhub.memory_rows import get_memory_row, keep_version, open_payload, seal_payload
 from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode, User
 from memoryhub.replicas import note_write
 from memoryhub.services.memories import lock_slot
@@ -125,6 +125,14 @@ def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
             superseded = supersede(others, now=now)
             if others:
                 memory.supersedes = others[0]
+        # What it was until now stays in its history (a candidate, or medium confidence).
+        keep_version(
+            memory,
+            cipher=cipher,
+            changed_by_type=actor.actor_type,
+            changed_by_id=actor.actor_id,
+            reason="confirm",
+        )
         drop_conflict_mark(memory, cipher)
         memory.confidence = Confidence.HIGH
         memory.status = MemoryStatus.ACTIVE

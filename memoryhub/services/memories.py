@@ -284,7 +284,9 @@ def edit_memory(
         memory = Memory.all_owners.select_for_update().get(pk=memory.pk)
         fields = ["updated_at"]
         size_before = stored_size(memory)
-        if content is not None or payload is not None:
+        # A new confidence alone is a new version too: the history and `as_of` show it.
+        is_new_confidence = confidence is not None and confidence != memory.confidence
+        if content is not None or payload is not None or is_new_confidence:
             keep_version(
                 memory,
                 cipher=cipher,
