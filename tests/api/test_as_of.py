@@ -113,16 +113,19 @@ def test_a_forgotten_memory_is_never_returned_with_any_as_of(api, user, personal
             assert not any("Lives" in item["content"] for item in items)
 
 
-def test_a_memory_confirmed_later_was_a_candidate_then_and_is_hidden(
-    api, user, personal, embedder
-):
+def test_a_memory_confirmed_later_was_a_candidate_then_and_is_hidden(api, user, personal, embedder):
     from memoryhub.services.confidence import confirm_memory
 
     t0 = timezone.now() - timedelta(days=2)
     with time_machine.travel(t0, tick=False):
         maybe = factories.make_memory(
-            user, personal, "Maybe likes rock", kind="preference", status="candidate",
-            confidence="candidate", embedder=embedder,
+            user,
+            personal,
+            "Maybe likes rock",
+            kind="preference",
+            status="candidate",
+            confidence="candidate",
+            embedder=embedder,
         )
     with time_machine.travel(t0 + timedelta(days=1), tick=False):
         confirm_memory(user=user, mode=personal, memory_id=maybe.pk, actor=Actor.for_user(user.pk))

@@ -25,14 +25,14 @@ def test_the_history_lists_every_version_in_order_with_actor_and_reason(
 ):
     start = timezone.now() - timedelta(days=3)
     with time_machine.travel(start, tick=False):
-        created = api.post("/memories", {"user": "alice", "kind": "fact", "content": "Lives in Lyon"})
+        created = api.post(
+            "/memories", {"user": "alice", "kind": "fact", "content": "Lives in Lyon"}
+        )
     memory_id = created.json()["id"]
     with time_machine.travel(start + timedelta(days=1), tick=False):
         api.patch(f"/memories/{memory_id}", {"content": "Lives in Paris"}, user="alice")
     with time_machine.travel(start + timedelta(days=2), tick=False):
-        confirm_memory(
-            user=user, mode=personal, memory_id=memory_id, actor=Actor.for_user(user.pk)
-        )
+        confirm_memory(user=user, mode=personal, memory_id=memory_id, actor=Actor.for_user(user.pk))
 
     response = _history(api, memory_id)
 
@@ -108,7 +108,11 @@ def test_candidates_memory_off_and_blocks_hide_the_history_from_agents(
     api, client, agent, user, personal, embedder
 ):
     candidate = factories.make_memory(
-        user, personal, "Maybe likes rock", status="candidate", confidence="candidate",
+        user,
+        personal,
+        "Maybe likes rock",
+        status="candidate",
+        confidence="candidate",
         embedder=embedder,
     )
     assert _history(api, candidate.pk).status_code == 404
