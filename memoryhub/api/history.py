@@ -46,7 +46,8 @@ class VersionOut(Schema):
     reason: str = Field(
         description=(
             "Why: created, edit (new text, details or confidence), confirm (the user confirmed "
-            "it), regenerate (a summary rewritten)."
+            "it), evidence (heard again: a step up the confidence ladder), regenerate (a "
+            "summary rewritten)."
         )
     )
     valid_from: datetime = Field(description="When this version became the memory's text.")

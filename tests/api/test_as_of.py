@@ -176,3 +176,20 @@ def test_as_of_pages_carry_on_where_they_stopped(api, user, personal, embedder):
     assert len(first["items"]) == 3
     assert second["next_cursor"] is None
     assert _contents(first["items"] + second["items"]) == [f"fact {n}" for n in range(5)]
+
+
+def test_confidence_gained_by_repetition_is_dated_in_history_and_as_of(api, user):
+    t0 = timezone.now() - timedelta(days=3)
+    fact = {"user": "alice", "kind": "fact", "content": "Plays the cello"}
+    for day in range(3):
+        with time_machine.travel(t0 + timedelta(days=day), tick=False):
+            memory_id = api.post("/memories", fact).json()["id"]
+    early = api.get("/memories", user="alice", as_of=_at(t0, hours=36)).json()["items"]
+    late = api.get("/memories", user="alice", as_of=_at(t0 + timedelta(days=2))).json()["items"]
+    assert [m["confidence"] for m in early] == ["medium"]
+    assert [m["confidence"] for m in late] == ["high"]
+    versions = api.get(f"/memories/{memory_id}/history", user="alice").json()["versions"]
+    assert [(v["reason"], v["confidence"]) for v in versions] == [
+        ("created", "medium"),
+        ("evidence", "high"),
+    ]
