@@ -45,9 +45,9 @@ class VersionOut(Schema):
     )
     reason: str = Field(
         description=(
-            "Why: created, edit (new text, details or confidence), confirm (the user confirmed "
-            "it), evidence (heard again: a step up the confidence ladder), regenerate (a "
-            "summary rewritten)."
+            "Why: created, edit (new text or details), confidence (a new confidence alone), "
+            "confirm (the user confirmed it), evidence (heard again: a step up the confidence "
+            "ladder), regenerate (a summary rewritten)."
         )
     )
     valid_from: datetime = Field(description="When this version became the memory's text.")

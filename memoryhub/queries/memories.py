@@ -129,6 +129,10 @@ def list_memories(
     return items
 
 
+# Why a version was kept when only the confidence changed (its words are those that followed).
+CONFIDENCE_REASONS = ("confidence", "confirm", "evidence")
+
+
 @dataclass(frozen=True)
 class VersionItem:
     id: UUID
@@ -142,7 +146,11 @@ class VersionItem:
 def list_versions(
     *, user: User, mode: Mode, memory_id: UUID | str, actor: Actor
 ) -> list[VersionItem]:
-    """The previous contents of one memory, newest first."""
+    """The previous contents of one memory, newest first.
+
+    Only texts that were replaced: a version kept for a new confidence alone holds the same
+    words as what followed it (the API's history, queries/history.py, lists every version).
+    """
     memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     cipher = cipher_for(user)
     versions = [
@@ -154,7 +162,9 @@ def list_versions(
             reason=version.reason,
             created_at=version.created_at,
         )
-        for version in MemoryVersion.objects.filter(memory=memory).order_by("-created_at")
+        for version in MemoryVersion.objects.filter(memory=memory)
+        .exclude(reason__in=CONFIDENCE_REASONS)
+        .order_by("-created_at")
     ]
     record_access(
         actor=actor,

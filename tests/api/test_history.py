@@ -140,3 +140,19 @@ def test_a_personal_key_reads_its_owners_history_and_a_bad_id_is_a_json_error(
     assert bad.status_code == 422
     assert bad.json()["code"] == "invalid_input"
     assert caller(None).get(f"/memories/{memory.pk}/history").status_code == 401
+
+
+def test_the_dashboards_previous_contents_leave_out_versions_that_kept_the_words(
+    api, user, personal, embedder
+):
+    from memoryhub.queries.memories import list_versions
+
+    memory = factories.make_memory(user, personal, "Lives in Lyon", embedder=embedder)
+    confirm_memory(user=user, mode=personal, memory_id=memory.pk, actor=Actor.for_user(user.pk))
+    me = Actor.for_user(user.pk)
+    assert list_versions(user=user, mode=personal, memory_id=memory.pk, actor=me) == []
+    versions = _history(api, memory.pk).json()["versions"]
+    assert [(v["content"], v["confidence"]) for v in versions] == [
+        ("Lives in Lyon", "medium"),
+        ("Lives in Lyon", "high"),
+    ]

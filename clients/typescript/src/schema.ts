@@ -1082,7 +1082,7 @@ export interface components {
             changed_by_id: string;
             /**
              * Reason
-             * @description Why: created, edit (new text, details or confidence), confirm (the user confirmed it), evidence (heard again: a step up the confidence ladder), regenerate (a summary rewritten).
+             * @description Why: created, edit (new text or details), confidence (a new confidence alone), confirm (the user confirmed it), evidence (heard again: a step up the confidence ladder), regenerate (a summary rewritten).
              */
             reason: string;
             /**
