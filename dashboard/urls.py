@@ -36,6 +36,7 @@ urlpatterns = [
     path("agents/", account.agents, name="agents"),
     path("agents/<uuid:agent_id>/block/", account.agent_block, name="agent_block"),
     path("agents/<uuid:agent_id>/unblock/", account.agent_unblock, name="agent_unblock"),
+    path("agents/<uuid:agent_id>/export/", account.agent_export, name="agent_export"),
     path("keys/", account.keys, name="keys"),
     path("keys/<int:key_id>/revoke/", account.key_revoke, name="key_revoke"),
     path("access/", account.access_log, name="access_log"),

@@ -140,3 +140,18 @@ class TooManyConcurrentRequestsError(RateLimitedError):
     """The key owner already has as many API or MCP requests running as allowed."""
 
     code = "too_many_concurrent_requests"
+
+
+# --- History, as-of and export through the API (issue 31) -----------------------------------
+
+
+class InvalidAsOfError(InvalidInputError):
+    """An `as_of` moment in the future, or without a time zone."""
+
+    code = "invalid_as_of"
+
+
+class ExportNotAllowedError(PermissionDeniedError):
+    """An agent asking for the user's export without the user's "may export" permission."""
+
+    code = "export_not_allowed"

@@ -182,9 +182,17 @@ def decrypt_memories(memories: Iterable[Memory], cipher: UserCipher) -> list[Mem
 def keep_version(
     memory: Memory, *, cipher: UserCipher, changed_by_type: str, changed_by_id: str, reason: str
 ) -> MemoryVersion:
-    """Save the row's current text and payload as an earlier version, before they change."""
+    """Save the row's current text, payload, kind, confidence, status and source as an earlier
+    version, before they change (what `as_of` and the history read back)."""
     version = MemoryVersion(
-        memory=memory, changed_by_type=changed_by_type, changed_by_id=changed_by_id, reason=reason
+        memory=memory,
+        changed_by_type=changed_by_type,
+        changed_by_id=changed_by_id,
+        reason=reason,
+        kind=memory.kind,
+        confidence=memory.confidence,
+        status=memory.status,
+        source=memory.source,
     )
     version.content_ciphertext = cipher.encrypt(
         open_content(memory, cipher), table=VERSION_TABLE, row_id=version.pk, field="content"

@@ -24,7 +24,7 @@ from dashboard.forms import (
 from dashboard.key_usage import key_usage
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest
-from memoryhub.models import Agent, ApiKey, Mode
+from memoryhub.models import Agent, AgentPermission, ApiKey, Mode
 from memoryhub.paging import page_number
 from memoryhub.queries.access_log import list_access_entries
 from memoryhub.queries.connections import list_connected_agents, list_personal_keys
@@ -32,6 +32,7 @@ from memoryhub.services.agents import create_personal_key, revoke_key
 from memoryhub.services.forget import delete_account
 from memoryhub.services.preferences import (
     block_agent,
+    set_agent_permission,
     set_memory_paused,
     set_mode_memory_off,
     set_retention,
@@ -143,6 +144,26 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
     agent = _agent_or_404(request, agent_id)
     unblock_agent(user=request.user, agent=agent, actor=actor_of(request))
     messages.success(request, f"“{agent.name}” can reach your memory again.")
+    return redirect("dashboard:agents")
+
+
+@require_POST
+@login_required
+def agent_export(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
+    """Let an agent export all the user's data through the API, or stop it (`allow` on/off)."""
+    agent = _agent_or_404(request, agent_id)
+    is_allowed = request.POST.get("allow") == "on"
+    set_agent_permission(
+        user=request.user,
+        agent=agent,
+        permission=AgentPermission.EXPORT,
+        is_allowed=is_allowed,
+        actor=actor_of(request),
+    )
+    if is_allowed:
+        messages.success(request, f"“{agent.name}” may now export all your data.")
+    else:
+        messages.success(request, f"“{agent.name}” can no longer export your data.")
     return redirect("dashboard:agents")
 
 

@@ -191,7 +191,14 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
             )
             if is_rewritten and item.status in LIVE_STATUSES:
                 # ... and confirmed by the one person who knows ("Is this right?" is answered).
-                confirm_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
+                # One action, one version: the edit above kept the previous words.
+                confirm_memory(
+                    user=request.user,
+                    mode=mode,
+                    memory_id=memory_id,
+                    actor=actor,
+                    keeps_version=False,
+                )
         except REFUSALS as error:
             form.add_error("content", str(error))
         else:

@@ -19,7 +19,19 @@ from memoryhub.body_limit import TOO_LARGE_CODE, body_limit
 from memoryhub.errors import MemoryHubError, RateLimitedError
 from memoryhub.unavailable import UNAVAILABLE_CODE, UNAVAILABLE_DETAIL, log_unavailable
 
-from . import answers, graph, journal, memories, profile, recall, sessions, users, webhooks
+from . import (
+    answers,
+    export,
+    graph,
+    history,
+    journal,
+    memories,
+    profile,
+    recall,
+    sessions,
+    users,
+    webhooks,
+)
 from .auth import ApiKeyAuth
 from .rate_limit_headers import LIMIT_HEADER, REMAINING_HEADER, RESET_HEADER
 
@@ -184,6 +196,8 @@ def on_unexpected_error(request: HttpRequest, exc: Exception) -> HttpResponse:
 # Each router declares its full paths (/memories, /sessions/{id}/end, …), so all mount at the root.
 api.add_router("/", users.router)
 api.add_router("/", memories.router)
+api.add_router("/", history.router)
+api.add_router("/", export.router)
 api.add_router("/", journal.router)
 api.add_router("/", profile.router)
 api.add_router("/", sessions.router)

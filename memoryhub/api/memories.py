@@ -172,8 +172,12 @@ def page_memories(
     status: str | None = None,
     cursor: str | None = None,
     limit: int = PAGE_SIZE,
+    as_of: datetime | None = None,
 ) -> MemoryPageOut:
-    """One newest-first page of the scope's memories, active ones unless a status is named."""
+    """One newest-first page of the scope's memories, active ones unless a status is named.
+
+    With `as_of`, the memories as they were then, by the status they had then.
+    """
     before, before_id = decode_cursor(cursor) if cursor else (None, None)
     items = list_memories(
         user=scope.user,
@@ -184,6 +188,7 @@ def page_memories(
         limit=limit + 1,
         before=before,
         before_id=before_id,
+        as_of=as_of,
     )
     page = items[:limit]
     next_cursor = encode_cursor(page[-1]) if len(items) > limit else None
@@ -268,10 +273,18 @@ def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[Memo
 
 @router.get("/memories", response={200: MemoryPageOut, **ERRORS})
 def list_memories_route(request: HttpRequest, filters: Query[MemoryListQuery]) -> MemoryPageOut:
-    """List what is remembered about the user in the mode, newest first, by pages."""
+    """List what is remembered about the user in the mode, newest first, by pages.
+
+    With `as_of`, what was remembered at that moment, as it was then (docs/history.md).
+    """
     scope = resolve_scope(request, filters.user, filters.mode)
     return page_memories(
-        scope, kind=filters.kind, status=filters.status, cursor=filters.cursor, limit=filters.limit
+        scope,
+        kind=filters.kind,
+        status=filters.status,
+        cursor=filters.cursor,
+        limit=filters.limit,
+        as_of=filters.as_of,
     )
 
 

@@ -20,7 +20,7 @@ from memoryhub.queries.recall import DEFAULT_MIN_SCORE, MAX_K, MAX_QUERY_CHARS, 
 from memoryhub.services.sessions import get_session
 
 from .auth import Scope, resolve_scope
-from .schemas import ERRORS, KindName, MemoryOut, ScopeIn, Text, When
+from .schemas import ERRORS, AsOf, KindName, MemoryOut, ScopeIn, Text, When
 
 router = Router(tags=["recall"])
 
@@ -38,6 +38,7 @@ class SearchIn(ScopeIn):
         DEFAULT_MIN_SCORE,
         description="Relevance floor: memories scoring under it are left out; null for none.",
     )
+    as_of: AsOf | None = None
 
 
 class ScoredMemoryOut(MemoryOut):
@@ -77,6 +78,14 @@ class ContextIn(ScopeIn):
     session: UUID | None = Field(None, description="The thread the message belongs to, if any.")
     budget_tokens: Annotated[int, Field(ge=0, le=MAX_BUDGET_TOKENS)] | None = Field(
         None, description="Defaults to the agent's token budget."
+    )
+    as_of: AsOf | None = Field(
+        None,
+        description=(
+            "The context an agent would have had at this moment (ISO 8601, in the past): the "
+            "memories known then as they were, dated then. Not with `session` (threads keep no "
+            "history); no workspace knowledge. A future moment is 422 `invalid_as_of`."
+        ),
     )
 
 
@@ -150,6 +159,7 @@ def search_for(scope: Scope, payload: SearchIn, *, embedder: Embedder) -> Search
         until=payload.until,
         topics=payload.topics,
         min_score=payload.min_score,
+        as_of=payload.as_of,
     )
     return SearchOut(
         results=[ScoredMemoryOut.scored(item) for item in items], no_close_match=not items
@@ -172,6 +182,7 @@ def context_for(scope: Scope, payload: ContextIn, *, embedder: Embedder) -> Cont
         embedder=embedder,
         session=session,
         budget_tokens=payload.budget_tokens,
+        as_of=payload.as_of,
     )
     return ContextOut.of(bundle)
 

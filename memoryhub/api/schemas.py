@@ -175,12 +175,33 @@ class MemoryBatchIn(ScopeIn):
         return items
 
 
+AsOf = Annotated[
+    When,
+    Field(
+        description=(
+            "An ISO 8601 moment in the past (with a time zone; naive is UTC): answer with what "
+            "was known then, each memory with its text and confidence of that time. Superseded "
+            "values come back as they were; forgotten or deleted ones never do. A future moment "
+            "is 422 `invalid_as_of`. What it cannot reconstruct: docs/history.md."
+        )
+    ),
+]
+
+
 class MemoryListQuery(ScopeIn):
     kind: KindName | None = None
     # Forgotten memories are gone from every read path, so they cannot be listed either.
-    status: Literal["active", "candidate", "superseded"] | None = None
+    status: Literal["active", "candidate", "superseded"] | None = Field(
+        None,
+        description="Default active. With as_of: the status a memory had then (never superseded).",
+    )
     cursor: Annotated[Text, Field(max_length=200)] | None = None
     limit: Annotated[int, Field(ge=1, le=200)] = 50
+    as_of: AsOf | None = None
+
+
+class ProfileQuery(ScopeIn):
+    as_of: AsOf | None = None
 
 
 class MemoryPatchIn(Schema):

@@ -82,6 +82,8 @@ class AuditAction(StrEnum):
     SETTINGS_RETENTION = "settings.retention", "changed retention", Changes.STATE
     AGENT_BLOCK = "agent.block", "blocked an agent", Changes.STATE
     AGENT_UNBLOCK = "agent.unblock", "unblocked an agent", Changes.STATE
+    AGENT_ALLOW = "agent.allow", "let an agent export all your data", Changes.STATE
+    AGENT_DISALLOW = "agent.disallow", "stopped an agent exporting your data", Changes.STATE
     API_KEY_REVOKE_ALL = (
         "api_key.revoke_all",
         "revoked your personal keys (your password changed)",
@@ -93,6 +95,11 @@ class AuditAction(StrEnum):
         Changes.NOTHING,
     )
     ACCESS_LOG_VIEW = "access_log.view", "read this access log", Changes.NOTHING
+    EXPORT_REFUSED = (
+        "export.refused",
+        "asked to export all your data (you did not allow it)",
+        Changes.NOTHING,
+    )
     # Roles, users and the logins linked to them.
     ROLE_GRANT_REVIEWER = "role.grant_reviewer", "made you a reviewer", Changes.STATE
     ROLE_GRANT_ADMIN = "role.grant_admin", "made you an admin", Changes.STATE

@@ -46,6 +46,16 @@ ForgetQuery = Annotated[Text | None, Field(description="Forget what answers this
 Since = Annotated[When | None, Field(description="Only from this time on (ISO 8601).")]
 Until = Annotated[When | None, Field(description="Only up to this time (ISO 8601).")]
 Cursor = Annotated[Text | None, Field(description="The next_cursor of the previous page.")]
+AsOf = Annotated[
+    When | None,
+    Field(
+        description=(
+            "What was known at this past moment (ISO 8601): each memory as it was then; "
+            "forgotten ones never. Leave out for now."
+        )
+    ),
+]
+MemoryId = Annotated[UUID, Field(description="The memory's id (a UUID).")]
 Limit = Annotated[int, Field(description="Page size, 1 to 200.")]
 TopK = Annotated[int, Field(description="How many results at most, best first.")]
 Topics = Annotated[list[Text] | None, Field(description="Only memories about these topics.")]

@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 
+from memoryhub.api import history as history_api
 from memoryhub.api import memories as memory_api
 from memoryhub.api import profile as profile_api
 from memoryhub.api import recall as recall_api
@@ -20,6 +21,7 @@ from memoryhub.models import MemoryKind
 from . import conversations, reading
 from .calls import OPEN_ITEMS, PROFILE, Caller, Callers, CallerSource, dump, tool_errors
 from .params import (
+    AsOf,
     BudgetTokens,
     Content,
     Cursor,
@@ -30,6 +32,7 @@ from .params import (
     KindFilter,
     Kinds,
     Limit,
+    MemoryId,
     MemoryIds,
     Message,
     Mode,
@@ -143,6 +146,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
         kind: KindFilter = None,
         cursor: Cursor = None,
         limit: Limit = 50,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
         """List what you remember about the user, newest first; pass next_cursor for more."""
         page = memory_api.page_memories(
@@ -150,14 +154,25 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
             kind=kind,
             cursor=cursor,
             limit=max(1, min(limit, 200)),
+            as_of=as_of,
         )
         return dump(page)
 
     @server.tool()
     @tool_errors
-    def get_profile(user: User, ctx: Context, mode: Mode = "personal") -> dict[str, Any]:
+    def memory_history(
+        user: User, memory_id: MemoryId, ctx: Context, mode: Mode = "personal"
+    ) -> dict[str, Any]:
+        """Every version of one memory, oldest first, with who changed it, why and when."""
+        return dump(history_api.read_history(callers.scope(ctx, user, mode), memory_id))
+
+    @server.tool()
+    @tool_errors
+    def get_profile(
+        user: User, ctx: Context, mode: Mode = "personal", as_of: AsOf = None
+    ) -> dict[str, Any]:
         """The user's active facts, preferences and procedures in the mode."""
-        return dump(profile_api.read_profile(callers.scope(ctx, user, mode)))
+        return dump(profile_api.read_profile(callers.scope(ctx, user, mode), as_of=as_of))
 
     @server.tool()
     @tool_errors
@@ -177,6 +192,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
         since: Since = None,
         until: Until = None,
         topics: Topics = None,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
         """Search what you remember about the user: the k best matches, best first."""
         payload = SearchIn.model_validate(
@@ -189,6 +205,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
                 "since": since,
                 "until": until,
                 "topics": topics or [],
+                "as_of": as_of,
             }
         )
         scope = callers.scope(ctx, user, mode)
@@ -229,6 +246,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
         mode: Mode = "personal",
         session: SessionRef = None,
         budget_tokens: BudgetTokens = None,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
         """The assembled memory context for answering `message`; each block lists its memories."""
         payload = ContextIn.model_validate(
@@ -238,6 +256,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
                 "message": message,
                 "session": session,
                 "budget_tokens": budget_tokens,
+                "as_of": as_of,
             }
         )
         scope = callers.scope(ctx, user, mode)

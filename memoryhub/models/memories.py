@@ -199,6 +199,12 @@ class MemoryVersion(models.Model):
     changed_by_type = models.CharField(max_length=16)
     changed_by_id = models.CharField(max_length=64)
     reason = models.CharField(max_length=32, default="edit")
+    # The row as it was until this change (the text above, and these): what `as_of` reads
+    # back. Blank on versions kept before they were recorded.
+    kind = models.CharField(max_length=20, choices=MemoryKind.choices, blank=True)
+    confidence = models.CharField(max_length=10, choices=Confidence.choices, blank=True)
+    status = models.CharField(max_length=12, choices=MemoryStatus.choices, blank=True)
+    source = models.CharField(max_length=10, choices=MemorySource.choices, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

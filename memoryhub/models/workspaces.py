@@ -230,3 +230,28 @@ class AgentBlock(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} blocks {self.agent_id}"
+
+
+class AgentPermission(models.TextChoices):
+    """What a user may allow one agent beyond reading and writing memory (default: nothing)."""
+
+    EXPORT = "export", "export all my data"
+
+
+class AgentGrant(models.Model):
+    """A user's permission for one agent to do one thing more (`AgentPermission`)."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="agent_grants")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="grants")
+    permission = models.CharField(max_length=16, choices=AgentPermission.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(
+                fields=["user", "agent", "permission"], name="agent_grant_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} lets {self.agent_id} {self.permission}"

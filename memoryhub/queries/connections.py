@@ -8,7 +8,7 @@ from uuid import UUID
 
 from django.db.models import Count, Max
 
-from memoryhub.models import Agent, AgentBlock, ApiKey, Session, User
+from memoryhub.models import Agent, AgentBlock, AgentGrant, AgentPermission, ApiKey, Session, User
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,8 @@ class ConnectedAgent:
     id: UUID
     name: str
     is_blocked: bool
+    # The user let this agent export all their data (GET /export); off unless turned on.
+    can_export: bool
     session_count: int
     last_seen_at: datetime | None
 
@@ -32,12 +34,18 @@ def list_connected_agents(*, user: User) -> list[ConnectedAgent]:
         .values_list("agent_id", "sessions", "last_seen_at")
     }
     blocked = set(AgentBlock.objects.filter(user=user).values_list("agent_id", flat=True))
+    exporters = set(
+        AgentGrant.objects.filter(user=user, permission=AgentPermission.EXPORT).values_list(
+            "agent_id", flat=True
+        )
+    )
     agents = Agent.objects.filter(workspace_id=user.workspace_id).order_by("name")
     return [
         ConnectedAgent(
             id=agent.pk,
             name=agent.name,
             is_blocked=agent.pk in blocked,
+            can_export=agent.pk in exporters,
             session_count=seen.get(agent.pk, (0, None))[0],
             last_seen_at=seen.get(agent.pk, (0, None))[1],
         )
@@ -55,3 +63,8 @@ def list_personal_keys(*, user: User) -> list[ApiKey]:
 def list_review_keys(*, user: User) -> list[ApiKey]:
     """The reviewer's reviewer keys, newest first (only prefixes: keys are never stored)."""
     return list(ApiKey.objects.filter(user=user, is_review_key=True).order_by("-created_at"))
+
+
+def is_agent_allowed(*, user: User, agent: Agent, permission: AgentPermission) -> bool:
+    """Whether the user turned this permission on for this agent (every one is off by default)."""
+    return AgentGrant.objects.filter(user=user, agent=agent, permission=permission).exists()

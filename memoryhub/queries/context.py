@@ -21,11 +21,12 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
-from memoryhub.errors import InvalidInputError, NotFoundError
+from memoryhub.errors import InvalidAsOfError, InvalidInputError, NotFoundError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import Agent, Mode, Session, User
 from memoryhub.queries import context_layers as layers
+from memoryhub.queries.as_of import check_as_of, items_as_of
 from memoryhub.queries.context_budget import (
     MESSAGE_LAYER,
     ContextBlock,
@@ -145,6 +146,8 @@ class _LayerInputs:
     now: datetime
     agent_settings: AgentSettings
     enabled: frozenset[int]
+    # What was known then (as_of.py), or None for now.
+    as_of: datetime | None = None
 
 
 def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], bool]:
@@ -175,15 +178,22 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
 
     if PROFILE in enabled:
         profile = layers.profile_items(
-            user=user, mode=mode, cipher=cipher, is_session_start=is_start, using=using
+            user=user,
+            mode=mode,
+            cipher=cipher,
+            is_session_start=is_start,
+            using=using,
+            as_of=inputs.as_of,
         )
         lists.append(_memories(PROFILE, "profile", "profile", profile))
         shown += [item.id for item in profile]
     if SESSIONS in enabled and is_start:
         summaries = layers.recent_summaries(
-            user=user, mode=mode, cipher=cipher, session=session, using=using
+            user=user, mode=mode, cipher=cipher, session=session, using=using, as_of=inputs.as_of
         )
-        items = layers.open_items(user=user, mode=mode, cipher=cipher, using=using)
+        items = layers.open_items(
+            user=user, mode=mode, cipher=cipher, using=using, as_of=inputs.as_of
+        )
         lists.append(_memories(SESSIONS, "recent_sessions", "session-summaries", summaries))
         lists.append(_memories(SESSIONS, "open_items", "open-items", items))
         shown += [item.id for item in (*summaries, *items)]
@@ -204,12 +214,14 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             cues=inputs.cues,
             cipher=cipher,
             k=RELEVANT_MEMORIES_K,
-            recall_filter=RecallFilter(exclude_ids=tuple(shown)),
+            recall_filter=RecallFilter(exclude_ids=tuple(shown), as_of=inputs.as_of),
             now=inputs.now,
             using=using,
         )
         relevant = [r for r in ranked if r.score >= MIN_RELEVANCE]
         items = decrypt_ranked(relevant, cipher)
+        if inputs.as_of is not None:
+            items = items_as_of(items, cipher=cipher, as_of=inputs.as_of, using=using)
         lists.append(_memories(MEMORIES, "memories", "memories", items))
     if thread is not None and session is not None:
         if agent_settings.is_working_memory_enabled:
@@ -288,13 +300,22 @@ def assemble_context(
     embedder: Embedder,
     session: Session | None = None,
     budget_tokens: int | None = None,
+    as_of: datetime | None = None,
 ) -> ContextBundle:
     """Build the layered context for answering `message`, fenced and fitted to the budget.
 
-    Raises InvalidInputError (empty or oversized message, bad budget), ContentTooLargeError,
-    and NotFoundError when the session belongs to another user, mode or agent.
+    With `as_of`, the context an agent would have had then (docs/history.md): the memories
+    known then as they were, dated then; no thread (a session is refused) and no workspace
+    knowledge, which keep no history.
+
+    Raises InvalidInputError (empty or oversized message, bad budget), InvalidAsOfError,
+    ContentTooLargeError, and NotFoundError when the session belongs to another user, mode
+    or agent.
     """
     message = check_content(message, field="message")
+    as_of = check_as_of(as_of)
+    if as_of is not None and session is not None:
+        raise InvalidAsOfError("as_of cannot be combined with a session: threads keep no history")
     agent_settings = AgentSettings.of(agent)
     budget = agent_settings.token_budget if budget_tokens is None else budget_tokens
     if not 0 <= budget <= MAX_BUDGET_TOKENS:
@@ -303,7 +324,9 @@ def assemble_context(
     enabled = SWITCHABLE_LAYERS - agent_settings.disabled_layers
     if not is_memory_in_use(mode=mode, actor=actor):
         enabled -= USER_LAYERS  # The user turned memory off in this mode.
-    now = timezone.now()
+    if as_of is not None:
+        enabled -= {KNOWLEDGE}  # Workspace documents and graph insights keep no history.
+    now = as_of or timezone.now()
     cipher = cipher_for(user)
     cues = QueryCues(text=message)
     if MEMORIES in enabled:
@@ -328,6 +351,7 @@ def assemble_context(
         now=now,
         agent_settings=agent_settings,
         enabled=enabled,
+        as_of=as_of,
     )
     trusted = _trusted_blocks(user=user, agent_settings=agent_settings, enabled=enabled, now=now)
     # The user's own layers may come from a replica that has their last write.
@@ -344,5 +368,6 @@ def assemble_context(
         object_ids=object_ids,
         mode=mode.slug,
     )
-    record_memory_access(used)
+    if as_of is None:  # A look into the past is no use of a memory today.
+        record_memory_access(used)
     return bundle

@@ -8,7 +8,7 @@ names the database to read: queries/context.py picks the user's (memoryhub/repli
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -23,7 +23,20 @@ from memoryhub.keyring import UserCipher
 from memoryhub.knowledge.queries import search_knowledge
 from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
 from memoryhub.message_rows import open_message
-from memoryhub.models import Importance, MemoryKind, Message, Mode, Session, User, Workspace
+from memoryhub.models import (
+    Confidence,
+    Importance,
+    Memory,
+    MemoryKind,
+    MemoryQuerySet,
+    MemoryStatus,
+    Message,
+    Mode,
+    Session,
+    User,
+    Workspace,
+)
+from memoryhub.queries.as_of import items_as_of, known_at
 from memoryhub.queries.recall import UNREAD_COLUMNS
 from memoryhub.sealed_tables import SESSION_TABLE, WORKING_MEMORY_FIELD
 from memoryhub.vector_search import cosine_distance
@@ -70,6 +83,26 @@ def memory_entry(item: MemoryItem) -> Entry:
     return Entry(key=f"memory:{item.id}", text=memory_line(item), memory_id=item.id)
 
 
+def _recallable(queryset: MemoryQuerySet, as_of: datetime | None) -> MemoryQuerySet:
+    """What may be injected: now, or (with `as_of`) then, as far as the rows can tell."""
+    if as_of is None:
+        return queryset.recallable()
+    return (
+        known_at(queryset, as_of)
+        .exclude(status=MemoryStatus.CANDIDATE)
+        .exclude(confidence=Confidence.CANDIDATE)
+    )
+
+
+def _open(
+    rows: Iterable[Memory], cipher: UserCipher, as_of: datetime | None, using: str
+) -> list[MemoryItem]:
+    items = [decrypt_memory(row, cipher) for row in rows]
+    if as_of is None:
+        return items
+    return items_as_of(items, cipher=cipher, as_of=as_of, using=using)
+
+
 def profile_items(
     *,
     user: User,
@@ -77,6 +110,7 @@ def profile_items(
     cipher: UserCipher,
     is_session_start: bool,
     using: str = DEFAULT_DB_ALIAS,
+    as_of: datetime | None = None,
 ) -> list[MemoryItem]:
     """Facts, preferences and procedures, most important first.
 
@@ -88,15 +122,15 @@ def profile_items(
         memories_of(user=user, mode=mode)
         .using(using)
         .defer(*UNREAD_COLUMNS)
-        .recallable()
         .of_kind(*PROFILE_KINDS)
     )
+    queryset = _recallable(queryset, as_of)
     if not is_session_start:
         queryset = queryset.filter(importance=Importance.CRITICAL)
     rows = queryset.annotate(importance_rank=_IMPORTANCE_RANK).order_by(
         "importance_rank", "-created_at", "-id"
     )[:PROFILE_LIMIT]
-    return [decrypt_memory(row, cipher) for row in rows]
+    return _open(rows, cipher, as_of, using)
 
 
 def recent_summaries(
@@ -106,36 +140,40 @@ def recent_summaries(
     cipher: UserCipher,
     session: Session | None,
     using: str = DEFAULT_DB_ALIAS,
+    as_of: datetime | None = None,
 ) -> list[MemoryItem]:
     """The summaries of the last few sessions (never this one's, never a thread compaction)."""
-    queryset = (
+    queryset = _recallable(
         memories_of(user=user, mode=mode)
         .using(using)
         .defer(*UNREAD_COLUMNS)
-        .recallable()
         .of_kind(MemoryKind.SESSION_SUMMARY)
-        .exclude(idempotency_key__startswith=COMPACTION_KEY_PREFIX)
+        .exclude(idempotency_key__startswith=COMPACTION_KEY_PREFIX),
+        as_of,
     )
     if session is not None:
         queryset = queryset.exclude(session_id=session.pk)
     rows = queryset.order_by("-created_at", "-id")[:RECENT_SUMMARIES]
-    return [decrypt_memory(row, cipher) for row in rows]
+    return _open(rows, cipher, as_of, using)
 
 
 def open_items(
-    *, user: User, mode: Mode, cipher: UserCipher, using: str = DEFAULT_DB_ALIAS
+    *,
+    user: User,
+    mode: Mode,
+    cipher: UserCipher,
+    using: str = DEFAULT_DB_ALIAS,
+    as_of: datetime | None = None,
 ) -> list[MemoryItem]:
     """What is still open for the user in the mode, most important first."""
+    queryset = memories_of(user=user, mode=mode).using(using).defer(*UNREAD_COLUMNS)
     rows = (
-        memories_of(user=user, mode=mode)
-        .using(using)
-        .defer(*UNREAD_COLUMNS)
-        .recallable()
+        _recallable(queryset, as_of)
         .of_kind(MemoryKind.OPEN_ITEM)
         .annotate(importance_rank=_IMPORTANCE_RANK)
         .order_by("importance_rank", "-created_at", "-id")[:OPEN_ITEMS_LIMIT]
     )
-    return [decrypt_memory(row, cipher) for row in rows]
+    return _open(rows, cipher, as_of, using)
 
 
 def compaction_summary(

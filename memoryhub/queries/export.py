@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -210,12 +210,16 @@ def _document(
     using: str,
     *,
     memories_of_mode: Callable[[Mode], Streamed | list[dict[str, Any]]],
+    mode_slugs: Collection[str] | None = None,
 ) -> dict[str, Any]:
     sessions = _sessions(user, cipher, using)
     journal = _journal(user, cipher, using)
     answers = export_answers(user, cipher, using)
     candidates = export_candidates(user, cipher, using)
-    modes = list(Mode.objects.using(using).filter(user=user))
+    modes = Mode.objects.using(using).filter(user=user)
+    if mode_slugs is not None:
+        # What is left out of `modes` is left out whole: its memories, sessions, journal…
+        modes = modes.filter(slug__in=list(mode_slugs))
     return {
         "format": EXPORT_FORMAT,
         "exported_at": _when(timezone.now()),
@@ -285,12 +289,15 @@ def export_user_data(*, user: User, actor: Actor) -> dict[str, Any]:
     return document
 
 
-def stream_user_data(*, user: User, actor: Actor) -> Iterator[str]:
+def stream_user_data(
+    *, user: User, actor: Actor, mode_slugs: Collection[str] | None = None
+) -> Iterator[str]:
     """Everything of the user, decrypted, as the export's JSON text in pieces; audited first.
 
     The same text as `export_user_data` dumped with indent 2, but memories are read, decrypted
     and written a page at a time. Sessions, the journal and answers are read whole, as in
     `export_user_data`. Iterate it on the request's thread: it reads the database as it goes.
+    `mode_slugs` keeps only those modes (None: every mode).
     """
     cipher = cipher_for(user)
     # One database for the whole file: a stream cannot start again on the primary halfway.
@@ -300,6 +307,7 @@ def stream_user_data(*, user: User, actor: Actor) -> Iterator[str]:
         cipher,
         using,
         memories_of_mode=lambda mode: Streamed(_memories(user, mode, cipher, using)),
+        mode_slugs=mode_slugs,
     )
     record_access(
         actor=actor,

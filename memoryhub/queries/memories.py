@@ -23,6 +23,7 @@ from memoryhub.memory_rows import (
     open_version_content,
 )
 from memoryhub.models import ActorType, MemoryVersion, Mode, User
+from memoryhub.queries.as_of import check_as_of, items_as_of, known_at
 from memoryhub.replicas import read_for_user
 
 
@@ -64,14 +65,22 @@ def list_memories(
     before: datetime | None = None,
     action: AuditAction = AuditAction.MEMORY_LIST,
     before_id: UUID | None = None,
+    as_of: datetime | None = None,
 ) -> list[MemoryItem]:
-    """Newest-first page of decrypted memories (keyset pagination on created_at, then id)."""
+    """Newest-first page of decrypted memories (keyset pagination on created_at, then id).
+
+    With `as_of`, the memories as they were then (as_of.py); `statuses` then name what they
+    were, not what they are, so a page may hold fewer than `limit` items.
+    """
+    as_of = check_as_of(as_of)
     queryset = memories_of(user=user, mode=mode)
     if not is_memory_in_use(mode=mode, actor=actor):
         queryset = queryset.none()  # Memory off in this mode: agents get nothing of it.
     if kinds:
         queryset = queryset.filter(kind__in=kinds)
-    if statuses:
+    if as_of is not None:
+        queryset = known_at(queryset, as_of)
+    elif statuses:
         queryset = queryset.filter(status__in=statuses)
     if before is not None and before_id is not None:
         # Memories of one batch can share a created_at: the id breaks the tie.
@@ -82,8 +91,34 @@ def list_memories(
         queryset = queryset.filter(created_at__lt=before)
     # The vector and the blind index are never shown: parsing 384 floats per row cost ~0.1 ms.
     page = queryset.order_by("-created_at", "-id").defer("embedding", "blind_tokens")
-    rows = read_for_user(user.pk, lambda using: list(page.using(using)[:limit]))
-    items = decrypt_memories(rows, cipher_for(user))
+    cipher = cipher_for(user)
+
+    def read(using: str) -> list[MemoryItem]:
+        if as_of is None:
+            return decrypt_memories(page.using(using)[:limit], cipher)
+        # The status a memory had then is known only once it is opened: read on until the
+        # page is full, so that the last item's cursor is still the right place to go on.
+        kept: list[MemoryItem] = []
+        rows = list(page.using(using)[:limit])
+        while rows:
+            then = items_as_of(
+                decrypt_memories(rows, cipher),
+                cipher=cipher,
+                as_of=as_of,
+                includes_candidates=True,
+                using=using,
+            )
+            kept += [item for item in then if not statuses or item.status in statuses]
+            if len(kept) >= limit or len(rows) < limit:
+                break
+            last = rows[-1]
+            after = Q(created_at__lt=last.created_at) | Q(
+                created_at=last.created_at, id__lt=last.id
+            )
+            rows = list(page.using(using).filter(after)[:limit])
+        return kept[:limit]
+
+    items = read_for_user(user.pk, read)
     record_access(
         actor=actor,
         subject_user_id=user.pk,
@@ -92,6 +127,10 @@ def list_memories(
         mode=mode.slug,
     )
     return items
+
+
+# Why a version was kept when only the confidence changed (its words are those that followed).
+CONFIDENCE_REASONS = ("confidence", "confirm", "evidence")
 
 
 @dataclass(frozen=True)
@@ -107,7 +146,11 @@ class VersionItem:
 def list_versions(
     *, user: User, mode: Mode, memory_id: UUID | str, actor: Actor
 ) -> list[VersionItem]:
-    """The previous contents of one memory, newest first."""
+    """The previous contents of one memory, newest first.
+
+    Only texts that were replaced: a version kept for a new confidence alone holds the same
+    words as what followed it (the API's history, queries/history.py, lists every version).
+    """
     memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     cipher = cipher_for(user)
     versions = [
@@ -119,7 +162,9 @@ def list_versions(
             reason=version.reason,
             created_at=version.created_at,
         )
-        for version in MemoryVersion.objects.filter(memory=memory).order_by("-created_at")
+        for version in MemoryVersion.objects.filter(memory=memory)
+        .exclude(reason__in=CONFIDENCE_REASONS)
+        .order_by("-created_at")
     ]
     record_access(
         actor=actor,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Case, IntegerField, Value, When
 
@@ -11,7 +12,16 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import MemoryItem, decrypt_memories, memories_of
-from memoryhub.models import Importance, MemoryKind, MemoryQuerySet, Mode, User
+from memoryhub.models import (
+    Confidence,
+    Importance,
+    MemoryKind,
+    MemoryQuerySet,
+    MemoryStatus,
+    Mode,
+    User,
+)
+from memoryhub.queries.as_of import check_as_of, items_as_of, known_at
 from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.replicas import read_for_user
 
@@ -39,13 +49,34 @@ def _ranked(queryset: MemoryQuerySet) -> MemoryQuerySet:
     )
 
 
-def get_profile(*, user: User, mode: Mode, actor: Actor, limit: int = 100) -> Profile:
-    """The recallable (active, medium or high confidence) facts, preferences and procedures."""
-    queryset = _ranked(memories_of(user=user, mode=mode).recallable().of_kind(*PROFILE_KINDS))
+def get_profile(
+    *, user: User, mode: Mode, actor: Actor, limit: int = 100, as_of: datetime | None = None
+) -> Profile:
+    """The recallable (active, medium or high confidence) facts, preferences and procedures.
+
+    With `as_of`, the profile as it was then (as_of.py): what was recallable at that moment.
+    """
+    as_of = check_as_of(as_of)
+    memories = memories_of(user=user, mode=mode).of_kind(*PROFILE_KINDS)
+    if as_of is None:
+        queryset = _ranked(memories.recallable())
+    else:
+        queryset = _ranked(
+            known_at(memories, as_of)
+            .exclude(status=MemoryStatus.CANDIDATE)
+            .exclude(confidence=Confidence.CANDIDATE)
+        )
     if not is_memory_in_use(mode=mode, actor=actor):
         queryset = queryset.none()  # Memory off in this mode: agents get nothing of it.
-    rows = read_for_user(user.pk, lambda using: list(queryset.using(using)))
-    items = decrypt_memories(rows, cipher_for(user))
+    cipher = cipher_for(user)
+
+    def read(using: str) -> list[MemoryItem]:
+        items = decrypt_memories(queryset.using(using), cipher)
+        if as_of is None:
+            return items
+        return items_as_of(items, cipher=cipher, as_of=as_of, using=using)
+
+    items = read_for_user(user.pk, read)
     by_kind = {kind: tuple(i for i in items if i.kind == kind)[:limit] for kind in PROFILE_KINDS}
     profile = Profile(
         facts=by_kind[MemoryKind.FACT],

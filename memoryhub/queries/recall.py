@@ -39,6 +39,7 @@ from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import MemoryItem, decrypt_memory
 from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
+from memoryhub.queries.as_of import check_as_of, items_as_of
 from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.query_dates import query_period
 from memoryhub.queries.query_form import is_speculative
@@ -380,8 +381,12 @@ def search_memories(
     record_access: bool = True,
     min_score: float | None = None,
     includes_candidates: bool = False,
+    as_of: datetime | None = None,
 ) -> list[MemoryItem]:
     """Return the k memories that best answer the query, best first, each with its score.
+
+    With `as_of`, what was known then, as it was then (as_of.py, docs/history.md): ranked on
+    today's index and embeddings, with freshness counted from `as_of`.
 
     With `min_score`, memories scoring under it are left out (an empty list: no close match).
     `includes_candidates` is for the owner's own search: agents never get candidates.
@@ -397,12 +402,13 @@ def search_memories(
         until=until,
         topics=tuple(topics),
         includes_candidates=includes_candidates,
+        as_of=check_as_of(as_of),
     )
     check_filter(recall_filter)
     cipher = cipher_for(user)
-    ranked = read_for_user(
-        user.pk,
-        lambda using: rank_memories(
+
+    def read(using: str) -> list[MemoryItem]:
+        ranked = rank_memories(
             user=user,
             mode=mode,
             query=query,
@@ -410,14 +416,25 @@ def search_memories(
             cipher=cipher,
             k=k,
             recall_filter=recall_filter,
+            now=recall_filter.as_of,
             using=using,
-        ),
-    )
-    if min_score is not None:
-        ranked = [entry for entry in ranked if entry.score >= min_score]
-    if not is_memory_in_use(mode=mode, actor=actor):
-        ranked = []
-    items = decrypt_ranked(ranked, cipher)
+        )
+        if min_score is not None:
+            ranked = [entry for entry in ranked if entry.score >= min_score]
+        if not is_memory_in_use(mode=mode, actor=actor):
+            ranked = []
+        items = decrypt_ranked(ranked, cipher)
+        if recall_filter.as_of is None:
+            return items
+        return items_as_of(
+            items,
+            cipher=cipher,
+            as_of=recall_filter.as_of,
+            includes_candidates=includes_candidates,
+            using=using,
+        )
+
+    items = read_for_user(user.pk, read)
     ids = [item.id for item in items]
     audit_log.record_access(
         actor=actor,
@@ -426,6 +443,7 @@ def search_memories(
         object_ids=ids,
         mode=mode.slug,
     )
-    if record_access:
+    # A look into the past is no use of a memory today: it keeps its decay and counts.
+    if record_access and recall_filter.as_of is None:
         record_memory_access(ids)
     return items

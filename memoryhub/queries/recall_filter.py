@@ -11,7 +11,8 @@ from django.db.models import Q
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
 from memoryhub.memory_rows import memories_of
-from memoryhub.models import MemoryKind, MemoryQuerySet, MemoryStatus, Mode, User
+from memoryhub.models import Confidence, MemoryKind, MemoryQuerySet, MemoryStatus, Mode, User
+from memoryhub.queries.as_of import known_at
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class RecallFilter:
     # The owner searching their own dashboard also finds what waits for their answer
     # ("not sure yet"). Never set for an agent: candidates are never recalled.
     includes_candidates: bool = False
+    # What was known then (as_of.py): rows that existed and were current at that moment.
+    as_of: datetime | None = None
 
 
 # No narrowing: every recallable memory of the user's mode is a candidate.
@@ -59,6 +62,14 @@ def candidates(
         queryset = memories_of(user=user, mode=mode).filter(
             status__in=[MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE]
         )
+    if recall_filter.as_of is not None:
+        # Today's candidates were candidates then too; those confirmed since are dropped once
+        # opened as they were (as_of.items_as_of).
+        queryset = known_at(memories_of(user=user, mode=mode), recall_filter.as_of)
+        if not recall_filter.includes_candidates:
+            queryset = queryset.exclude(status=MemoryStatus.CANDIDATE).exclude(
+                confidence=Confidence.CANDIDATE
+            )
     if recall_filter.kinds:
         queryset = queryset.filter(kind__in=recall_filter.kinds)
     # A memory's time is when it happened, if known, else when it was learnt.

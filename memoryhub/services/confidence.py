@@ -14,7 +14,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import get_memory_row, open_payload, seal_payload
+from memoryhub.memory_rows import get_memory_row, keep_version, open_payload, seal_payload
 from memoryhub.models import Confidence, Memory, MemoryKind, MemoryStatus, Mode, User
 from memoryhub.replicas import note_write
 from memoryhub.services.memories import lock_slot
@@ -102,8 +102,13 @@ def drop_conflict_mark(memory: Memory, cipher: UserCipher) -> None:
         seal_payload(memory, cipher=cipher, payload=payload)
 
 
-def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -> Memory:
+def confirm_memory(
+    *, user: User, mode: Mode, memory_id: UUID | str, actor: Actor, keeps_version: bool = True
+) -> Memory:
     """Mark a memory confirmed by the user (high); it replaces any other value of its slot.
+
+    What it was until now is kept as a version, unless the caller just kept one in the same
+    action (`keeps_version=False`: the dashboard's edit, which confirms the new words).
 
     Raises NotFoundError (another user's or mode's memory) and ConflictError (not current).
     """
@@ -125,6 +130,15 @@ def confirm_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Acto
             superseded = supersede(others, now=now)
             if others:
                 memory.supersedes = others[0]
+        if keeps_version:
+            # What it was until now stays in its history (a candidate, or medium confidence).
+            keep_version(
+                memory,
+                cipher=cipher,
+                changed_by_type=actor.actor_type,
+                changed_by_id=actor.actor_id,
+                reason="confirm",
+            )
         drop_conflict_mark(memory, cipher)
         memory.confidence = Confidence.HIGH
         memory.status = MemoryStatus.ACTIVE

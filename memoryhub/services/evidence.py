@@ -21,8 +21,8 @@ from memoryhub.extraction import ExtractedItem, Transcript
 from memoryhub.extraction.base import normalise_text
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import open_content, open_payload
-from memoryhub.models import Confidence, Memory, MemorySource, Session
+from memoryhub.memory_rows import keep_version, open_content, open_payload
+from memoryhub.models import ActorType, Confidence, Memory, MemorySource, Session
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.services.confidence import (
     CONFLICTS_WITH,
@@ -353,13 +353,24 @@ def _reinforce(batch: _Batch, row: Memory, item: ExtractedItem, conflicting: lis
         return
     row.evidence_count += 1
     was_recallable = is_recallable(row.confidence)
+    confidence = row.confidence
     if row.kind in LADDER_KINDS:
-        row.confidence = climb_ladder(
+        confidence = climb_ladder(
             current=row.confidence,
             evidence_count=row.evidence_count,
             is_explicit=is_vouched_for(item, is_jailbreak_attempt=batch.is_jailbreak_attempt),
             is_heard_in_another_session=row.session_id != batch.session.pk,
         )
+    if confidence != row.confidence:
+        # A step up the ladder is a version: as-of shows the candidate as one until then.
+        keep_version(
+            row,
+            cipher=batch.cipher,
+            changed_by_type=ActorType.SYSTEM,
+            changed_by_id="extraction",
+            reason="evidence",
+        )
+    row.confidence = confidence
     row.status = status_for(row.confidence)
     fields = ["evidence_count", "confidence", "status", "updated_at"]
     if item.slot and not row.slot_hash:

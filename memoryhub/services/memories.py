@@ -284,13 +284,16 @@ def edit_memory(
         memory = Memory.all_owners.select_for_update().get(pk=memory.pk)
         fields = ["updated_at"]
         size_before = stored_size(memory)
-        if content is not None or payload is not None:
+        # A new confidence alone is a new version too: the history and `as_of` show it.
+        is_new_confidence = confidence is not None and confidence != memory.confidence
+        is_new_words = content is not None or payload is not None
+        if is_new_words or is_new_confidence:
             keep_version(
                 memory,
                 cipher=cipher,
                 changed_by_type=actor.actor_type,
                 changed_by_id=actor.actor_id,
-                reason="edit",
+                reason="edit" if is_new_words else "confidence",
             )
         text = content if content is not None else open_content(memory, cipher)
         data = payload if payload is not None else open_payload(memory, cipher)

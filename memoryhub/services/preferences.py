@@ -10,7 +10,7 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.errors import InvalidInputError, NotFoundError
-from memoryhub.models import Agent, AgentBlock, Mode, User
+from memoryhub.models import Agent, AgentBlock, AgentGrant, AgentPermission, Mode, User
 
 # Ten years: beyond this a retention limit is "keep", and a typo of extra zeros is refused.
 MAX_RETENTION_DAYS = 3650
@@ -96,3 +96,25 @@ def unblock_agent(*, user: User, agent: Agent, actor: Actor) -> int:
             object_ids=[agent.pk],
         )
     return deleted
+
+
+def set_agent_permission(
+    *, user: User, agent: Agent, permission: AgentPermission, is_allowed: bool, actor: Actor
+) -> bool:
+    """Turn one permission on or off for one agent of the user's workspace; return it.
+
+    Raises InvalidInputError for an agent of another workspace.
+    """
+    agent = _agent_of_workspace(user, agent.pk)
+    with transaction.atomic():
+        if is_allowed:
+            AgentGrant.objects.get_or_create(user=user, agent=agent, permission=permission)
+        else:
+            AgentGrant.objects.filter(user=user, agent=agent, permission=permission).delete()
+        record_access(
+            actor=actor,
+            subject_user_id=user.pk,
+            action=AuditAction.AGENT_ALLOW if is_allowed else AuditAction.AGENT_DISALLOW,
+            object_ids=[agent.pk, permission.value],
+        )
+    return is_allowed

@@ -13,7 +13,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, keep_version, memories_of
 from memoryhub.models import IdempotentWrite, Memory, MemorySource, Mode, User
 from memoryhub.replicas import note_write
 from memoryhub.services.confidence import LADDER_KINDS, LIVE_STATUSES, climb_ladder, status_for
@@ -71,16 +71,27 @@ def _find_repeats(
     return repeats
 
 
-def _add_evidence(row: Memory, item: NewMemory) -> None:
+def _add_evidence(row: Memory, item: NewMemory, *, cipher: UserCipher, actor: Actor) -> None:
     """Hearing the same item again climbs the confidence ladder, as extraction does."""
     row.evidence_count += 1
+    confidence = row.confidence
     if row.kind in LADDER_KINDS:
-        row.confidence = climb_ladder(
+        confidence = climb_ladder(
             current=row.confidence,
             evidence_count=row.evidence_count,
             # An agent's (or the user's) explicit remember is worth "medium" on its own.
             is_explicit=item.source != MemorySource.EXTRACTED,
         )
+    if confidence != row.confidence:
+        # A step up the ladder is a version: as-of shows the candidate as one until then.
+        keep_version(
+            row,
+            cipher=cipher,
+            changed_by_type=actor.actor_type,
+            changed_by_id=actor.actor_id,
+            reason="evidence",
+        )
+    row.confidence = confidence
     row.status = status_for(row.confidence)
     row.updated_at = timezone.now()
     row.save(update_fields=["evidence_count", "confidence", "status", "updated_at"])
@@ -126,7 +137,7 @@ def remember_unless_repeated(
             else []
         )
         for position, row in repeats.items():
-            _add_evidence(row, items[position])
+            _add_evidence(row, items[position], cipher=cipher, actor=actor)
         if repeats:
             note_write(user.pk)
             record_access(

@@ -154,3 +154,27 @@ def test_remember_with_an_idempotency_key_returns_the_first_write_on_a_retry(wor
     assert error_text(reused).startswith("idempotency_key_reused")
     (listed,) = _call(world["key"], ("list_memories", {"user": "alice"}))
     assert [m["id"] for m in structured(listed)["items"]] == [structured(first)["id"]]
+
+
+def test_memory_history_and_as_of_through_mcp(world):
+    from datetime import timedelta
+
+    import time_machine
+    from django.utils import timezone
+
+    start = timezone.now() - timedelta(days=2)
+    with time_machine.travel(start, tick=False):
+        (remembered,) = _call(
+            world["key"],
+            ("remember", {"user": "alice", "kind": "fact", "content": "Lives in Lyon"}),
+        )
+    memory_id = structured(remembered)["id"]
+    history, listed, then = _call(
+        world["key"],
+        ("memory_history", {"user": "alice", "memory_id": memory_id}),
+        ("list_memories", {"user": "alice", "as_of": (start - timedelta(hours=1)).isoformat()}),
+        ("get_profile", {"user": "alice", "as_of": (start + timedelta(hours=1)).isoformat()}),
+    )
+    assert [v["content"] for v in structured(history)["versions"]] == ["Lives in Lyon"]
+    assert structured(listed)["items"] == []
+    assert [m["content"] for m in structured(then)["facts"]] == ["Lives in Lyon"]

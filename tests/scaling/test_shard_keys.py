@@ -39,6 +39,7 @@ BY_USER = {
     "memoryhub_idempotentwrite",
     "memoryhub_forgettask",
     "memoryhub_agentblock",
+    "memoryhub_agentgrant",
     "memoryhub_userlink",
     "memoryhub_memoryusage",
     "memoryhub_userwritemark",

@@ -57,6 +57,12 @@ def _requests_for_alice(ids):
         ("POST", "/journal"): ("/journal", {}, {**alice, "summary": "x", "type": "alert"}),
         ("GET", "/journal"): ("/journal", alice, None),
         ("POST", "/journal/{entry_id}/resolve"): (f"/journal/{ids['entry']}/resolve", alice, None),
+        ("GET", "/memories/{memory_id}/history"): (
+            f"/memories/{ids['memory']}/history",
+            alice,
+            None,
+        ),
+        ("GET", "/export"): ("/export", alice, None),
         ("GET", "/profile"): ("/profile", alice, None),
         ("GET", "/open-items"): ("/open-items", alice, None),
         ("POST", "/sessions"): ("/sessions", {}, alice),

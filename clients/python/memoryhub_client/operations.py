@@ -32,6 +32,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "get_memory": ("GET", "/memories/{memory_id}"),
     "edit_memory": ("PATCH", "/memories/{memory_id}"),
     "delete_memory": ("DELETE", "/memories/{memory_id}"),
+    "memory_history": ("GET", "/memories/{memory_id}/history"),
+    "export": ("GET", "/export"),
     "forget": ("POST", "/forget"),
     "get_forget_task": ("GET", "/forget/tasks/{task_id}"),
     "add_journal_entry": ("POST", "/journal"),
@@ -194,8 +196,11 @@ class Operations(Generic[T]):
         status: str | None = None,
         cursor: str | None = None,
         limit: int | None = None,
+        as_of: datetime | None = None,
     ) -> T:
-        """One page, newest first: `items` and `next_cursor` (see `iter_memories`)."""
+        """One page, newest first: `items` and `next_cursor` (see `iter_memories`).
+
+        With `as_of`, what was remembered at that moment, as it was then."""
         query = {
             "user": user,
             "mode": mode,
@@ -203,6 +208,7 @@ class Operations(Generic[T]):
             "status": status,
             "cursor": cursor,
             "limit": limit,
+            "as_of": as_of,
         }
         return self._call("list_memories", query=query)
 
@@ -210,6 +216,20 @@ class Operations(Generic[T]):
         return self._call(
             "get_memory", path={"memory_id": memory_id}, query={"user": user, "mode": mode}
         )
+
+    def memory_history(
+        self, memory_id: str, *, user: str | None = None, mode: str = DEFAULT_MODE
+    ) -> T:
+        """Every version of a memory, oldest first, with who changed it, why and when."""
+        return self._call(
+            "memory_history", path={"memory_id": memory_id}, query={"user": user, "mode": mode}
+        )
+
+    def export(self, user: str | None = None, *, mode: str = DEFAULT_MODE) -> T:
+        """Everything of the user as the dashboard's export document (read whole here).
+
+        For a personal key, or an agent the user allowed to export (403 otherwise)."""
+        return self._call("export", query={"user": user, "mode": mode})
 
     def edit_memory(
         self,
@@ -304,8 +324,10 @@ class Operations(Generic[T]):
 
     # Profile
 
-    def get_profile(self, user: str | None = None, *, mode: str = DEFAULT_MODE) -> T:
-        return self._call("get_profile", query={"user": user, "mode": mode})
+    def get_profile(
+        self, user: str | None = None, *, mode: str = DEFAULT_MODE, as_of: datetime | None = None
+    ) -> T:
+        return self._call("get_profile", query={"user": user, "mode": mode, "as_of": as_of})
 
     def list_open_items(self, user: str | None = None, *, mode: str = DEFAULT_MODE) -> T:
         return self._call("list_open_items", query={"user": user, "mode": mode})
@@ -349,6 +371,7 @@ class Operations(Generic[T]):
         until: datetime | None = None,
         topics: Sequence[str] | None = None,
         min_score: float | None = None,
+        as_of: datetime | None = None,
     ) -> T:
         body = {
             "user": user,
@@ -360,6 +383,7 @@ class Operations(Generic[T]):
             "until": until,
             "topics": list(topics) if topics else None,
             "min_score": min_score,
+            "as_of": as_of,
         }
         return self._call("search", body=_present(body), is_repeatable=True)
 
@@ -371,6 +395,7 @@ class Operations(Generic[T]):
         mode: str = DEFAULT_MODE,
         session: str | None = None,
         budget_tokens: int | None = None,
+        as_of: datetime | None = None,
     ) -> T:
         """The assembled context for answering `message`: ordered blocks, untrusted ones fenced."""
         body = {
@@ -379,6 +404,7 @@ class Operations(Generic[T]):
             "message": message,
             "session": session,
             "budget_tokens": budget_tokens,
+            "as_of": as_of,
         }
         return self._call("get_context", body=_present(body), is_repeatable=True)
 

@@ -29,6 +29,8 @@ export const OPERATIONS = {
   getMemory: ["GET", "/memories/{memory_id}"],
   editMemory: ["PATCH", "/memories/{memory_id}"],
   deleteMemory: ["DELETE", "/memories/{memory_id}"],
+  memoryHistory: ["GET", "/memories/{memory_id}/history"],
+  export: ["GET", "/export"],
   forget: ["POST", "/forget"],
   getForgetTask: ["GET", "/forget/tasks/{task_id}"],
   addJournalEntry: ["POST", "/journal"],
@@ -214,6 +216,21 @@ export class MemoryHub {
     );
   }
 
+  /** Every version of a memory, oldest first, with who changed it, why and when. */
+  memoryHistory(memoryId: string, scope: Scope = {}) {
+    return unwrap(
+      this.api.GET("/api/v1/memories/{memory_id}/history", {
+        params: { path: { memory_id: memoryId }, query: scope },
+      }),
+    );
+  }
+
+  /** Everything of the user as the dashboard's export document (for a personal key, or an
+   * agent the user allowed to export; 403 otherwise). */
+  export(scope: Scope = {}) {
+    return unwrap(this.api.GET("/api/v1/export", { params: { query: scope } }));
+  }
+
   /** Change a memory's content, importance or payload (the previous content is kept). */
   editMemory(memoryId: string, body: Schemas["MemoryPatchIn"], scope: Scope = {}) {
     return unwrap(
@@ -265,8 +282,9 @@ export class MemoryHub {
 
   // Profile
 
-  getProfile(scope: Scope = {}) {
-    return unwrap(this.api.GET("/api/v1/profile", { params: { query: scope } }));
+  /** The profile; with `as_of`, as it was at that moment. */
+  getProfile(query: GetQuery<"/api/v1/profile"> = {}) {
+    return unwrap(this.api.GET("/api/v1/profile", { params: { query } }));
   }
 
   listOpenItems(scope: Scope = {}) {

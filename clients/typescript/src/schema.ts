@@ -78,6 +78,8 @@ export interface paths {
         /**
          * List Memories Route
          * @description List what is remembered about the user in the mode, newest first, by pages.
+         *
+         *     With `as_of`, what was remembered at that moment, as it was then (docs/history.md).
          */
         get: operations["memoryhub_api_memories_list_memories_route"];
         put?: never;
@@ -188,6 +190,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memories/{memory_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History
+         * @description Every version of a memory, oldest first: its text, kind and confidence, who changed it
+         *     (agent, user, reviewer or system), why, and when.
+         *
+         *     A superseded memory keeps its history; a forgotten one has none (404), nor does a
+         *     candidate for an agent, nor anything in a mode whose memory the user turned off.
+         */
+        get: operations["memoryhub_api_history_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export
+         * @description Everything of the user, decrypted, streamed as one JSON document (the dashboard export).
+         *
+         *     For a personal key (a mode-bound key exports its mode), and for an agent the user allowed
+         *     to export in the dashboard (Agents → "may export"; off by default), without the modes
+         *     whose memory is off. `mode` is ignored: the export covers every mode the caller may read.
+         */
+        get: operations["memoryhub_api_export_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/journal": {
         parameters: {
             query?: never;
@@ -242,6 +292,8 @@ export interface paths {
         /**
          * Profile
          * @description The active facts, preferences and procedures about the user in the mode.
+         *
+         *     With `as_of`, the profile as it was at that moment (docs/history.md).
          */
         get: operations["memoryhub_api_profile_profile"];
         put?: never;
@@ -912,7 +964,10 @@ export interface components {
             mode?: string;
             /** Kind */
             kind?: ("fact" | "preference" | "procedure" | "episode" | "session_summary" | "open_item" | "theme") | null;
-            /** Status */
+            /**
+             * Status
+             * @description Default active. With as_of: the status a memory had then (never superseded).
+             */
             status?: ("active" | "candidate" | "superseded") | null;
             /** Cursor */
             cursor?: string | null;
@@ -921,6 +976,8 @@ export interface components {
              * @default 50
              */
             limit?: number;
+            /** As Of */
+            as_of?: string | null;
         };
         /** MemoryPageOut */
         MemoryPageOut: {
@@ -1087,6 +1144,96 @@ export interface components {
             /** Topic */
             topic?: string | null;
         };
+        /** HistoryOut */
+        HistoryOut: {
+            /**
+             * Memory Id
+             * Format: uuid
+             * @description The memory whose history this is.
+             */
+            memory_id: string;
+            /**
+             * Status
+             * @description Its status today: active or superseded.
+             */
+            status: string;
+            /**
+             * Supersedes
+             * @description The memory this one replaced (a contradicted value), if it still exists.
+             */
+            supersedes: string | null;
+            /**
+             * Superseded By
+             * @description The memories that replaced this one; ask their history for what came next.
+             */
+            superseded_by: string[];
+            /**
+             * Versions
+             * @description Every version, oldest first.
+             */
+            versions: components["schemas"]["VersionOut"][];
+        };
+        /** VersionOut */
+        VersionOut: {
+            /**
+             * Version
+             * @description 1 for the first text, counting up; the last is current.
+             */
+            version: number;
+            /**
+             * Content
+             * @description The memory's text in this version, decrypted.
+             */
+            content: string;
+            /**
+             * Payload
+             * @description The memory's details in this version.
+             */
+            payload: {
+                [key: string]: unknown;
+            };
+            /**
+             * Kind
+             * @description fact, preference, …; null on versions kept before kinds were recorded.
+             */
+            kind: string | null;
+            /**
+             * Confidence
+             * @description candidate, medium or high while this version was current; null on versions kept before confidence was recorded.
+             */
+            confidence: string | null;
+            /**
+             * Status
+             * @description active, candidate or superseded while this version was current, or null.
+             */
+            status: string | null;
+            /**
+             * Changed By Type
+             * @description Who made this version: agent, user, reviewer, admin or system.
+             */
+            changed_by_type: string;
+            /**
+             * Changed By Id
+             * @description Their id: an agent's UUID or personal-key:<id>, the user's UUID, `extraction` for what was learnt from a conversation; empty when not known.
+             */
+            changed_by_id: string;
+            /**
+             * Reason
+             * @description Why: created, edit (new text or details), confidence (a new confidence alone), confirm (the user confirmed it), evidence (heard again: a step up the confidence ladder), regenerate (a summary rewritten).
+             */
+            reason: string;
+            /**
+             * Valid From
+             * Format: date-time
+             * @description When this version became the memory's text.
+             */
+            valid_from: string;
+            /**
+             * Valid To
+             * @description When it stopped being so (the next version, or the memory superseded).
+             */
+            valid_to: string | null;
+        };
         /** JournalOut */
         JournalOut: {
             /**
@@ -1160,6 +1307,19 @@ export interface components {
         JournalListOut: {
             /** Items */
             items: components["schemas"]["JournalOut"][];
+        };
+        /** ProfileQuery */
+        ProfileQuery: {
+            /** User */
+            user?: string | null;
+            /**
+             * Mode
+             * @description A mode slug: personal, work, …
+             * @default personal
+             */
+            mode?: string;
+            /** As Of */
+            as_of?: string | null;
         };
         /** ProfileOut */
         ProfileOut: {
@@ -1358,6 +1518,8 @@ export interface components {
              * @default 0.25
              */
             min_score?: number | null;
+            /** As Of */
+            as_of?: string | null;
         };
         /** ContextBlockOut */
         ContextBlockOut: {
@@ -1431,6 +1593,11 @@ export interface components {
              * @description Defaults to the agent's token budget.
              */
             budget_tokens?: number | null;
+            /**
+             * As Of
+             * @description The context an agent would have had at this moment (ISO 8601, in the past): the memories known then as they were, dated then. Not with `session` (threads keep no history); no workspace knowledge. A future moment is 422 `invalid_as_of`.
+             */
+            as_of?: string | null;
         };
         /** AnswerOut */
         AnswerOut: {
@@ -2362,9 +2529,11 @@ export interface operations {
                 /** @description A mode slug: personal, work, … */
                 mode?: string;
                 kind?: ("fact" | "preference" | "procedure" | "episode" | "session_summary" | "open_item" | "theme") | null;
+                /** @description Default active. With as_of: the status a memory had then (never superseded). */
                 status?: ("active" | "candidate" | "superseded") | null;
                 cursor?: string | null;
                 limit?: number;
+                as_of?: string | null;
             };
             header?: never;
             path?: never;
@@ -3487,6 +3656,220 @@ export interface operations {
             };
         };
     };
+    memoryhub_api_history_history: {
+        parameters: {
+            query?: {
+                user?: string | null;
+                /** @description A mode slug: personal, work, … */
+                mode?: string;
+            };
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Method Not Allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    memoryhub_api_export_export: {
+        parameters: {
+            query?: {
+                user?: string | null;
+                /** @description A mode slug: personal, work, … */
+                mode?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export document (format `memoryhub-export/1`), the same JSON as the dashboard's download: `format`, `exported_at`, `account`, `modes` (each with its `memories` and their `previous_versions`, `sessions` with their messages, `agent_journal`, `answers`, `review_candidates`), `personal_access_keys` (metadata only) and `blocked_agents`. docs/history.md describes it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Method Not Allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     memoryhub_api_journal_list_entries: {
         parameters: {
             query?: {
@@ -3915,6 +4298,7 @@ export interface operations {
                 user?: string | null;
                 /** @description A mode slug: personal, work, … */
                 mode?: string;
+                as_of?: string | null;
             };
             header?: never;
             path?: never;
