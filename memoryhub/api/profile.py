@@ -27,13 +27,19 @@ def read_open_items(scope: Scope) -> OpenItemsOut:
     return OpenItemsOut(items=[MemoryOut.of(item) for item in items])
 
 
-@router.get("/profile", response={200: ProfileOut, **ERRORS})
+@router.get(
+    "/profile",
+    summary="Read the user's profile: facts, preferences, procedures",
+    response={200: ProfileOut, **ERRORS},
+)
 def profile(request: HttpRequest, scope_in: Query[ScopeIn]) -> ProfileOut:
     """The active facts, preferences and procedures about the user in the mode."""
     return read_profile(resolve_scope(request, scope_in.user, scope_in.mode))
 
 
-@router.get("/open-items", response={200: OpenItemsOut, **ERRORS})
+@router.get(
+    "/open-items", summary="List the user's open items", response={200: OpenItemsOut, **ERRORS}
+)
 def open_items(request: HttpRequest, scope_in: Query[ScopeIn]) -> OpenItemsOut:
     """What is still open for the user in the mode (to-dos, follow-ups)."""
     return read_open_items(resolve_scope(request, scope_in.user, scope_in.mode))
