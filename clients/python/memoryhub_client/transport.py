@@ -7,7 +7,6 @@ from typing import Any
 import httpx
 
 from .errors import ApiError, error_for
-from .operations import JSON
 from .retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 
 API_PREFIX = "/api/v1"
@@ -24,7 +23,7 @@ def headers_for(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}", "User-Agent": USER_AGENT}
 
 
-def result_of(response: httpx.Response) -> JSON:
+def result_of(response: httpx.Response) -> Any:
     """The JSON of a success; raises the ApiError subclass for an error answer."""
     if response.is_success:
         return response.json() if response.content else {}
