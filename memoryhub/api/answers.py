@@ -54,7 +54,7 @@ class SignalsIn(Schema):
 
 class AnswerIn(ScopeIn):
     session: UUID | None = Field(
-        None,
+        default=None,
         description=(
             "The session the answer was given in (UUID), if any; an incognito session is 409."
         ),
@@ -106,7 +106,7 @@ class FeedbackIn(Schema):
         )
     )
     comment: Annotated[Text, Field(max_length=MAX_COMMENT_CHARS)] | None = Field(
-        None, description="The user's words about the answer, up to 2000 characters."
+        default=None, description="The user's words about the answer, up to 2000 characters."
     )
 
 

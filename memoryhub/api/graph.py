@@ -23,7 +23,7 @@ router = Router(tags=["graph"])
 
 class InsightsQueryIn(Schema):
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = Field(
-        DEFAULT_LIMIT,
+        default=DEFAULT_LIMIT,
         description=f"At most this many entries in each list, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
     )
 

@@ -33,7 +33,7 @@ class SearchIn(ScopeIn):
         )
     )
     k: Annotated[int, Field(ge=1, le=MAX_K)] = Field(
-        10, description="At most this many results, 1 to 100 (default 10)."
+        default=10, description="At most this many results, 1 to 100 (default 10)."
     )
     kinds: list[KindName] = Field(
         description=("Only memories of these kinds (fact, preference, …); every kind when empty."),
@@ -41,14 +41,14 @@ class SearchIn(ScopeIn):
         max_length=7,
     )
     since: When | None = Field(
-        None,
+        default=None,
         description=(
             "Only memories that happened or were stored at or after this time (ISO "
             "8601; a time without offset is UTC)."
         ),
     )
     until: When | None = Field(
-        None,
+        default=None,
         description=(
             "Only memories that happened or were stored before this time (ISO 8601; a"
             " time without offset is UTC)."
@@ -63,7 +63,7 @@ class SearchIn(ScopeIn):
         max_length=10,
     )
     min_score: Annotated[float, Field(ge=-1, le=2)] | None = Field(
-        DEFAULT_MIN_SCORE,
+        default=DEFAULT_MIN_SCORE,
         description="Relevance floor: memories scoring under it are left out; null for none.",
     )
 
@@ -117,9 +117,11 @@ class ContextIn(ScopeIn):
             "The user's message to answer (at least 1 character); it comes last in the context."
         )
     )
-    session: UUID | None = Field(None, description="The thread the message belongs to, if any.")
+    session: UUID | None = Field(
+        default=None, description="The thread the message belongs to, if any."
+    )
     budget_tokens: Annotated[int, Field(ge=0, le=MAX_BUDGET_TOKENS)] | None = Field(
-        None, description="Defaults to the agent's token budget."
+        default=None, description="Defaults to the agent's token budget."
     )
 
 

@@ -81,7 +81,7 @@ class ErrorOut(Schema):
         )
     )
     errors: list[dict[str, Any]] | None = Field(
-        None,
+        default=None,
         description=(
             "With invalid_input only: every failed field as {loc: [path parts], msg};"
             " null otherwise."
@@ -97,14 +97,14 @@ ERRORS: dict[frozenset[int], type[ErrorOut]] = {ERROR_STATUSES: ErrorOut}
 
 class ScopeIn(Schema):
     user: UserRef | None = Field(
-        None,
+        default=None,
         description=(
             "The user's UUID or external_id. A personal key may leave it out or write"
             " `me`: it acts for its own user. An agent key must name the user."
         ),
     )
     mode: ModeSlug = Field(
-        "personal",
+        default="personal",
         description=(
             "The memory mode (slug, e.g. personal or work); memories never cross "
             "modes. Defaults to personal. An unknown mode, or one the key may "
@@ -131,7 +131,7 @@ class UserIn(Schema):
         json_schema_extra={"deprecated": True},
     )
     display_name: Annotated[Text, Field(max_length=200)] = Field(
-        "",
+        default="",
         description=("A name to show on the dashboard and review pages; at most 200 characters."),
     )
 
@@ -203,7 +203,7 @@ class MemoryFields(Schema):
         )
     )
     importance: ImportanceName = Field(
-        "normal",
+        default="normal",
         description=(
             "low, normal, high or critical: search adds a small bonus (low -0.05 to "
             "critical +0.10, docs/retrieval.md); profile and open items list the most "
@@ -211,7 +211,7 @@ class MemoryFields(Schema):
         ),
     )
     source: SourceName = Field(
-        "agent",
+        default="agent",
         description=(
             'Who says so: "agent" (the agent inferred it, confidence medium) or '
             '"explicit" (the user asked to remember it). "user" (the user\'s own word,'
@@ -219,7 +219,7 @@ class MemoryFields(Schema):
         ),
     )
     payload: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description=(
             "Free JSON object stored encrypted with the memory (e.g. the slot a fact "
             "fills); at most MEMORYHUB_MAX_CONTENT_BYTES (64 KiB by default) once "
@@ -227,7 +227,7 @@ class MemoryFields(Schema):
         ),
     )
     occurred_at: When | None = Field(
-        None,
+        default=None,
         description=(
             "When it happened (ISO 8601); an episode's date. A time without offset is"
             " UTC. Null for timeless facts."
@@ -247,7 +247,7 @@ IdempotencyKeyText = Annotated[
 
 class MemoryIn(ScopeIn, MemoryFields):
     idempotency_key: IdempotencyKeyText | None = Field(
-        None,
+        default=None,
         description=(
             "Up to 128 characters, unique per write: a retry with the same key "
             "returns the first write's memory with status 200 instead of storing it "
@@ -266,7 +266,7 @@ class MemoryBatchIn(ScopeIn):
         )
     )
     idempotency_key: IdempotencyKeyText | None = Field(
-        None,
+        default=None,
         description=(
             "Up to 128 characters, one for the whole batch: a retry with the same key"
             " returns the first batch with status 200 instead of storing it twice."
@@ -286,11 +286,11 @@ class MemoryBatchIn(ScopeIn):
 
 class MemoryListQuery(ScopeIn):
     kind: KindName | None = Field(
-        None, description="Only memories of this kind; all kinds when left out."
+        default=None, description="Only memories of this kind; all kinds when left out."
     )
     # Forgotten memories are gone from every read path, so they cannot be listed either.
     status: Literal["active", "candidate", "superseded"] | None = Field(
-        None,
+        default=None,
         description=(
             "Only memories in this status: active (in use), candidate (awaiting "
             "review) or superseded (replaced by a correction). Every status when "
@@ -298,13 +298,13 @@ class MemoryListQuery(ScopeIn):
         ),
     )
     cursor: Annotated[Text, Field(max_length=200)] | None = Field(
-        None,
+        default=None,
         description=(
             "The `next_cursor` of the previous page; leave out for the first (newest) page."
         ),
     )
     limit: Annotated[int, Field(ge=1, le=200)] = Field(
-        50, description="Page size, 1 to 200 (default 50)."
+        default=50, description="Page size, 1 to 200 (default 50)."
     )
 
 
@@ -312,16 +312,18 @@ class MemoryPatchIn(Schema):
     model_config = STRICT
 
     content: NonBlankText | None = Field(
-        None,
+        default=None,
         description=(
             "The new text (the old text is kept as a superseded version); unchanged when null."
         ),
     )
     importance: ImportanceName | None = Field(
-        None, description="The new importance (low, normal, high, critical); unchanged when null."
+        default=None,
+        description="The new importance (low, normal, high, critical); unchanged when null.",
     )
     payload: dict[str, Any] | None = Field(
-        None, description="The new payload, replacing the old one whole; unchanged when null."
+        default=None,
+        description="The new payload, replacing the old one whole; unchanged when null.",
     )
 
 
@@ -442,7 +444,7 @@ class DeletedOut(Schema):
 
 class ForgetIn(ScopeIn):
     query: Annotated[Text, Field(max_length=1000)] | None = Field(
-        None,
+        default=None,
         description=(
             "Forget what matches this text (up to 1000 characters), by meaning and "
             "words, as search finds it. Large matches are queued (202)."
@@ -454,14 +456,15 @@ class ForgetIn(ScopeIn):
         max_length=500,
     )
     since: When | None = Field(
-        None,
+        default=None,
         description=("Only memories stored at or after this time (ISO 8601; no offset means UTC)."),
     )
     until: When | None = Field(
-        None, description="Only memories stored before this time (ISO 8601; no offset means UTC)."
+        default=None,
+        description="Only memories stored before this time (ISO 8601; no offset means UTC).",
     )
     topic: Annotated[Text, Field(max_length=200)] | None = Field(
-        None, description="Only memories about this topic (up to 200 characters)."
+        default=None, description="Only memories about this topic (up to 200 characters)."
     )
 
 
@@ -534,7 +537,7 @@ class JournalIn(ScopeIn):
         )
     )
     key: Annotated[Text, Field(max_length=200)] = Field(
-        "",
+        default="",
         description=(
             "Your deduplication key (up to 200 characters, e.g. "
             "'invoice-42-overdue'): while an entry with this key is unresolved, "
@@ -559,14 +562,14 @@ class JournalOut(Schema):
 
 class JournalListQuery(ScopeIn):
     since: When | None = Field(
-        None,
+        default=None,
         description=(
             "Only entries recorded at or after this time (ISO 8601; no offset means UTC)."
         ),
     )
-    unresolved: bool = Field(False, description="True: only entries not resolved yet.")
+    unresolved: bool = Field(default=False, description="True: only entries not resolved yet.")
     limit: Annotated[int, Field(ge=1, le=200)] = Field(
-        100, description="At most this many entries, 1 to 200 (default 100)."
+        default=100, description="At most this many entries, 1 to 200 (default 100)."
     )
 
 

@@ -69,11 +69,11 @@ class WebhookIn(Schema):
         )
     )
     include_text: bool = Field(
-        False,
+        default=False,
         description=("True: memory events carry the decrypted text; false: ids and metadata only."),
     )
     description: Annotated[str, Field(max_length=200)] = Field(
-        "", description="A note for yourself, up to 200 characters."
+        default="", description="A note for yourself, up to 200 characters."
     )
 
 
@@ -116,14 +116,14 @@ class WebhookSecretOut(WebhookOut):
 
 class DeliveryQueryIn(Schema):
     status: Literal["pending", "delivered", "failed", "dead"] | None = Field(
-        None,
+        default=None,
         description=(
             "Only deliveries in this status: pending, delivered, failed (retried at "
             "next_attempt_at) or dead (gave up; replay to retry)."
         ),
     )
     limit: Annotated[int, Field(ge=1, le=MAX_LOG)] = Field(
-        50, description="At most this many deliveries, 1 to 200 (default 50)."
+        default=50, description="At most this many deliveries, 1 to 200 (default 50)."
     )
 
 
