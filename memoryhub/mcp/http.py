@@ -30,6 +30,7 @@ from memoryhub.unavailable import (
     log_unavailable,
 )
 
+from .listening import ListenerScopes
 from .oauth import MCP_PATH, METADATA_PATH, authenticate_access_token, resource_url
 from .server import Caller, build_server
 
@@ -89,7 +90,11 @@ def _release(slot_id: UUID | None) -> None:
 
 
 def _caller_from_request(ctx: Context) -> Caller:
-    request = ctx.request_context.request
+    return _caller_of(ctx.request_context.request)
+
+
+def _caller_of(request: Any) -> Caller:
+    """The caller of an HTTP request that passed `mcp_app` (set on its ASGI scope there)."""
     authenticated = getattr(request, "scope", {}).get(API_KEY_SCOPE_KEY)
     if not isinstance(authenticated, Authenticated):
         raise NotAuthenticatedError("missing, unknown or revoked API key")
@@ -153,8 +158,10 @@ def _transport_security() -> TransportSecuritySettings:
 
 def build_mcp_app() -> ASGIApp:
     """The streamable-HTTP MCP app; every request must carry a valid bearer key."""
-    # One server answers every key here: no resource subscriptions (see build_server).
-    server = build_server(_caller_from_request, has_subscriptions=False)
+    # One server answers every key here: a listener names only resources its key may read,
+    # spelled by UUID, so it never hears of another key's users (mcp/listening.py).
+    server = build_server(_caller_from_request)
+    server.middleware.append(ListenerScopes(_caller_of))
     # Stateless JSON responses: any worker can answer any request, no session affinity needed.
     inner: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

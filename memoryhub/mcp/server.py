@@ -56,19 +56,14 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(caller_source: CallerSource, *, has_subscriptions: bool = True) -> MCPServer:
+def build_server(caller_source: CallerSource) -> MCPServer:
     """An MCP server whose tools act for the key that `caller_source` authenticates.
 
-    With `has_subscriptions`, clients may listen for changes to the resources that tool calls
-    make (`subscriptions/listen`). Only for a server that serves one key (stdio): on a shared
-    server one key's listener would learn when another key's users change.
+    Clients may listen for changes to the resources that tool calls make
+    (`subscriptions/listen`). A server shared by every key (streamable HTTP) must scope each
+    listener to its own key's users: mcp/http.py adds mcp/listening.py's middleware.
     """
-    server: MCPServer = MCPServer(
-        name="memoryhub",
-        instructions=INSTRUCTIONS,
-        version="1",
-        subscriptions=None if has_subscriptions else False,
-    )
+    server: MCPServer = MCPServer(name="memoryhub", instructions=INSTRUCTIONS, version="1")
     callers = Callers(caller_source)
     _add_memory_tools(server, callers)
     conversations.add_tools(server, callers)
