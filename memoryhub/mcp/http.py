@@ -30,6 +30,7 @@ from memoryhub.unavailable import (
     log_unavailable,
 )
 
+from .bus import PostgresSubscriptionBus
 from .listening import ListenerScopes
 from .oauth import MCP_PATH, METADATA_PATH, authenticate_access_token, resource_url
 from .server import Caller, build_server
@@ -160,8 +161,9 @@ def build_mcp_app() -> ASGIApp:
     """The streamable-HTTP MCP app; every request must carry a valid bearer key."""
     # One server answers every key here: a listener names only resources its key may read,
     # spelled by UUID, so it never hears of another key's users (mcp/listening.py).
-    server = build_server(_caller_from_request)
-    server.middleware.append(ListenerScopes(_caller_of))
+    bus = PostgresSubscriptionBus()
+    server = build_server(_caller_from_request, subscriptions=bus)
+    server.middleware.append(ListenerScopes(_caller_of, bus.listening))
     # Stateless JSON responses: any worker can answer any request, no session affinity needed.
     inner: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

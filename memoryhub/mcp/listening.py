@@ -6,14 +6,16 @@ listen request passes through `ListenerScopes` first: every resource it names mu
 caller may read (else the request fails, as reading it would), and is rewritten to the user's
 UUID spelling, which no other user shares (an external id is unique within one workspace
 only, and `me` is every personal key's own user). Tool calls announce every spelling of what
-they change (calls.resource_uris), so the UUID one reaches the listener.
+they change (calls.resource_uris), so the UUID one reaches the listener, from whichever web
+worker answered the tool call (mcp/bus.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection
@@ -41,6 +43,16 @@ def _parts(uri: str) -> tuple[str, str, str]:
     return user, mode, name
 
 
+def is_canonical(uri: str) -> bool:
+    """Whether a resource URI names its user by UUID (the spelling listeners here hold)."""
+    user = uri.removeprefix(USERS_PREFIX).partition("/")[0]
+    try:
+        UUID(user)
+    except ValueError:
+        return False
+    return uri.startswith(USERS_PREFIX)
+
+
 def canonical_uris(caller: Caller, uris: Sequence[str]) -> list[str]:
     """The URIs spelled by the user's UUID, if the caller may read every one of them."""
     close_old_connections()
@@ -65,9 +77,11 @@ def canonical_uris(caller: Caller, uris: Sequence[str]) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class ListenerScopes:
     """Server middleware: a listen request reaches the SDK's handler with its resource URIs
-    checked against its caller and spelled by UUID (see the module docstring)."""
+    checked against its caller and spelled by UUID (see the module docstring), once this
+    worker receives the events of every worker (`listening`, mcp/bus.py)."""
 
     caller_of: Callable[[Any], Caller]
+    listening: Callable[[], Awaitable[None]]
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -82,4 +96,5 @@ class ListenerScopes:
         )
         rewritten = params.model_copy(update={"notifications": notifications})
         wire = rewritten.model_dump(by_alias=True, exclude_none=True, mode="json")
+        await self.listening()
         return await call_next(dataclasses.replace(ctx, params=wire))

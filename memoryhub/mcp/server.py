@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.subscriptions import SubscriptionBus
 
 from memoryhub.api import memories as memory_api
 from memoryhub.api import profile as profile_api
@@ -56,14 +57,20 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(caller_source: CallerSource) -> MCPServer:
+def build_server(
+    caller_source: CallerSource, *, subscriptions: SubscriptionBus | None = None
+) -> MCPServer:
     """An MCP server whose tools act for the key that `caller_source` authenticates.
 
     Clients may listen for changes to the resources that tool calls make
     (`subscriptions/listen`). A server shared by every key (streamable HTTP) must scope each
-    listener to its own key's users: mcp/http.py adds mcp/listening.py's middleware.
+    listener to its own key's users: mcp/http.py adds mcp/listening.py's middleware, and gives
+    `subscriptions` (mcp/bus.py) so that every web worker's listeners hear every tool call;
+    None is the SDK's in-process bus (stdio: one process).
     """
-    server: MCPServer = MCPServer(name="memoryhub", instructions=INSTRUCTIONS, version="1")
+    server: MCPServer = MCPServer(
+        name="memoryhub", instructions=INSTRUCTIONS, version="1", subscriptions=subscriptions
+    )
     callers = Callers(caller_source)
     _add_memory_tools(server, callers)
     conversations.add_tools(server, callers)
