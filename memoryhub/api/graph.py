@@ -29,10 +29,8 @@ class InsightsQueryIn(Schema):
 
 
 class PopularItemOut(Schema):
-    name: str = Field(
-        description="The item's name, as agents reported it (scrubbed of personal data)."
-    )
-    count: int = Field(description="How many answers were about it.")
+    name: str = Field(description="The item's name, as agents reported it in answers' `items`.")
+    count: int = Field(description="How many times answers were about it.")
 
 
 class UnansweredOut(Schema):
@@ -40,7 +38,7 @@ class UnansweredOut(Schema):
         description="A question asked without a good answer (scrubbed of personal data)."
     )
     count: int = Field(
-        description="How many times it, or a question of the same meaning, was asked."
+        description="How many times it was asked (repeats of one question are grouped)."
     )
     last_asked_at: datetime = Field(description="When it was last asked (UTC).")
 
@@ -52,10 +50,10 @@ class GraphInsightsOut(Schema):
     nodes: int = Field(description="How many nodes the workspace graph holds.")
     min_nodes: int = Field(description="The nodes needed before insights are given.")
     popular_items: list[PopularItemOut] = Field(
-        description="The most reported items, most frequent first."
+        description="The most searched items, by a weight that fades with age (recent searches count more)."
     )
     unanswered: list[UnansweredOut] = Field(
-        description="Recent questions without a good answer, most frequent first."
+        description="Questions no answer answered well, most recently asked first."
     )
 
 

@@ -80,13 +80,14 @@ class ScoredMemoryOut(MemoryOut):
     )
     lexical: float = Field(
         description=(
-            "Share of the query's words found in the memory, 0 to 1 (rare words weigh more)."
+            "The query terms the memory holds, each weighed by its rarity (sum of IDFs "
+            "over ln(1 + N)): 0 to about 1 (docs/retrieval.md)."
         )
     )
     freshness: float = Field(
         description=(
-            "1 for a memory just stored or used, falling towards 0 as it ages unused "
-            "(docs/retrieval.md)."
+            "0.5 ^ (days since the memory was learnt or last recalled / its kind's "
+            "half-life): 1 when new or critical, towards 0 as it goes unused."
         )
     )
 
@@ -128,16 +129,17 @@ class ContextIn(ScopeIn):
 class ContextBlockOut(Schema):
     key: str = Field(
         description=(
-            "What the block holds: rules, date, persona, profile, sessions, memories,"
-            " working_memory, thread_recent, thread_recalled, compacted, knowledge or"
-            " message."
+            "What the block holds: platform_rules, date, persona, profile, "
+            "recent_sessions, open_items, memories, working_memory, thread_recalled, "
+            "thread_recent, compacted_history, knowledge, graph_insights or message."
         )
     )
     layer: int = Field(
         description=(
-            "Its place in the prompt, 1 to 10: 1 rules, 2 date, 3 persona, 4 profile,"
-            " 5 recent sessions, 6 memories, 7 thread, 8 compacted thread, 9 "
-            "knowledge, 10 the message."
+            "Its place in the prompt, 1 to 10: 1 platform rules, 2 date, 3 persona, "
+            "4 profile, 5 recent sessions and open items, 6 memories, 7 the thread "
+            "(working memory, recalled and recent messages), 8 compacted history, "
+            "9 knowledge and graph insights, 10 the message."
         )
     )
     role: str = Field(description="system (trusted rules, date, persona) or user")
@@ -147,7 +149,8 @@ class ContextBlockOut(Schema):
     )
     tokens: int = Field(
         description=(
-            "The block's size in tokens (the budget's unit: about 4 characters of English)."
+            "The block's size in tokens, counted with the embedding model's WordPiece "
+            "tokenizer: a stand-in for your model's, so keep a margin."
         )
     )
     memory_ids: list[UUID] = Field(
@@ -156,10 +159,15 @@ class ContextBlockOut(Schema):
 
 
 class DroppedOut(Schema):
-    key: str = Field(description="What the dropped block held (same keys as blocks).")
+    key: str = Field(
+        description=(
+            "What was left out: a whole block's key (date, persona) or one entry of a "
+            "list block (a memory, a message, a line of working memory)."
+        ),
+    )
     layer: int = Field(description="The layer it would have had, 1 to 10.")
     tokens: int = Field(description="Its size in tokens.")
-    memory_ids: list[UUID] = Field(description="The memories it would have quoted.")
+    memory_ids: list[UUID] = Field(description="The memory it would have quoted, if it was one.")
 
 
 class ContextOut(Schema):
@@ -177,8 +185,8 @@ class ContextOut(Schema):
     )
     is_over_budget: bool = Field(
         description=(
-            "True when the blocks that are never dropped (rules, date, the message) "
-            "alone exceed the budget: total_tokens is then above it."
+            "True when the blocks that are never dropped (the platform rules and the "
+            "message) alone exceed the budget: total_tokens is then above it."
         )
     )
 

@@ -1464,12 +1464,12 @@ export interface components {
             cosine: number;
             /**
              * Lexical
-             * @description Share of the query's words found in the memory, 0 to 1 (rare words weigh more).
+             * @description The query terms the memory holds, each weighed by its rarity (sum of IDFs over ln(1 + N)): 0 to about 1 (docs/retrieval.md).
              */
             lexical: number;
             /**
              * Freshness
-             * @description 1 for a memory just stored or used, falling towards 0 as it ages unused (docs/retrieval.md).
+             * @description 0.5 ^ (days since the memory was learnt or last recalled / its kind's half-life): 1 when new or critical, towards 0 as it goes unused.
              */
             freshness: number;
         };
@@ -1541,12 +1541,12 @@ export interface components {
         ContextBlockOut: {
             /**
              * Key
-             * @description What the block holds: rules, date, persona, profile, sessions, memories, working_memory, thread_recent, thread_recalled, compacted, knowledge or message.
+             * @description What the block holds: platform_rules, date, persona, profile, recent_sessions, open_items, memories, working_memory, thread_recalled, thread_recent, compacted_history, knowledge, graph_insights or message.
              */
             key: string;
             /**
              * Layer
-             * @description Its place in the prompt, 1 to 10: 1 rules, 2 date, 3 persona, 4 profile, 5 recent sessions, 6 memories, 7 thread, 8 compacted thread, 9 knowledge, 10 the message.
+             * @description Its place in the prompt, 1 to 10: 1 platform rules, 2 date, 3 persona, 4 profile, 5 recent sessions and open items, 6 memories, 7 the thread (working memory, recalled and recent messages), 8 compacted history, 9 knowledge and graph insights, 10 the message.
              */
             layer: number;
             /**
@@ -1566,7 +1566,7 @@ export interface components {
             text: string;
             /**
              * Tokens
-             * @description The block's size in tokens (the budget's unit: about 4 characters of English).
+             * @description The block's size in tokens, counted with the embedding model's WordPiece tokenizer: a stand-in for your model's, so keep a margin.
              */
             tokens: number;
             /**
@@ -1599,7 +1599,7 @@ export interface components {
             budget_tokens: number;
             /**
              * Is Over Budget
-             * @description True when the blocks that are never dropped (rules, date, the message) alone exceed the budget: total_tokens is then above it.
+             * @description True when the blocks that are never dropped (the platform rules and the message) alone exceed the budget: total_tokens is then above it.
              */
             is_over_budget: boolean;
         };
@@ -1607,7 +1607,7 @@ export interface components {
         DroppedOut: {
             /**
              * Key
-             * @description What the dropped block held (same keys as blocks).
+             * @description What was left out: a whole block's key (date, persona) or one entry of a list block (a memory, a message, a line of working memory).
              */
             key: string;
             /**
@@ -1622,7 +1622,7 @@ export interface components {
             tokens: number;
             /**
              * Memory Ids
-             * @description The memories it would have quoted.
+             * @description The memory it would have quoted, if it was one.
              */
             memory_ids: string[];
         };
@@ -1842,12 +1842,12 @@ export interface components {
             min_nodes: number;
             /**
              * Popular Items
-             * @description The most reported items, most frequent first.
+             * @description The most searched items, by a weight that fades with age (recent searches count more).
              */
             popular_items: components["schemas"]["PopularItemOut"][];
             /**
              * Unanswered
-             * @description Recent questions without a good answer, most frequent first.
+             * @description Questions no answer answered well, most recently asked first.
              */
             unanswered: components["schemas"]["UnansweredOut"][];
         };
@@ -1855,12 +1855,12 @@ export interface components {
         PopularItemOut: {
             /**
              * Name
-             * @description The item's name, as agents reported it (scrubbed of personal data).
+             * @description The item's name, as agents reported it in answers' `items`.
              */
             name: string;
             /**
              * Count
-             * @description How many answers were about it.
+             * @description How many times answers were about it.
              */
             count: number;
         };
@@ -1873,7 +1873,7 @@ export interface components {
             question: string;
             /**
              * Count
-             * @description How many times it, or a question of the same meaning, was asked.
+             * @description How many times it was asked (repeats of one question are grouped).
              */
             count: number;
             /**
