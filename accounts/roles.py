@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from memoryhub.models import User
+from memoryhub.models import LearningCandidate, User
 
 REVIEWERS_GROUP = "reviewers"
 # Where a reviewer or admin was going when they were sent to set up TOTP; the MFA pages link
@@ -102,6 +102,18 @@ class Roles:
     @cached_property
     def is_admin(self) -> bool:
         return is_admin(self._user)
+
+    @cached_property
+    def waiting_for_review(self) -> int:
+        """How many candidates wait in a reviewer's workspace (the header's count; 0 for others).
+
+        One count on the queue index (workspace, status), on pages whose header shows it.
+        """
+        if not self.is_reviewer:
+            return 0
+        return (
+            LearningCandidate.objects.filter(workspace_id=self._user.workspace_id).pending().count()
+        )
 
     @cached_property
     def has_totp(self) -> bool:

@@ -77,9 +77,13 @@ class RateLimitedError(MemoryHubError):
     code = "rate_limited"
     status = 429
 
-    def __init__(self, message: str, *, retry_after_seconds: int) -> None:
+    def __init__(
+        self, message: str, *, retry_after_seconds: int, rate_limit: object | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+        # The budget that refused (services/ratelimit.RateLimitState), for X-RateLimit-*.
+        self.rate_limit = rate_limit
 
 
 class UnscopedQueryError(RuntimeError):

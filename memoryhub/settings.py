@@ -173,6 +173,7 @@ MIDDLEWARE = [
     "accounts.middleware.AdminRequiresMfaMiddleware",
     "accounts.middleware.NeverCacheSignedInPagesMiddleware",
     "memoryhub.api.request_slots.ReleaseRequestSlotMiddleware",
+    "memoryhub.api.rate_limit_headers.RateLimitHeadersMiddleware",
 ]
 
 if not DEBUG:
@@ -450,6 +451,9 @@ CELERY_BEAT_SCHEDULE = {
     "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
     # Webhook deliveries whose retry is due (memoryhub/webhooks/, issue 31).
     "send-due-webhooks": {"task": "memoryhub.send_due_webhooks", "schedule": 30.0},
+    # What waits for review, to the reviewers who asked for it (review/notices.py); each gets
+    # at most one a day, so an hourly run only catches a missed one.
+    "send-review-digests": {"task": "review.send_review_digests", "schedule": 3600.0},
 }
 
 # Webhooks (memoryhub/webhooks/): retries back off exponentially from the base, up to the cap;
@@ -494,6 +498,8 @@ if MEMORYHUB_EMBEDDING_RUNTIME not in ("onnx", "torch"):
 MEMORYHUB_EMBEDDING_BATCH_THREADS = env_int("MEMORYHUB_EMBEDDING_BATCH_THREADS", 0)
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+# Where people reach this server, for links in emails sent outside a request (review digests).
+MEMORYHUB_SITE_URL = (env_str("MEMORYHUB_SITE_URL") or "http://localhost:8000").rstrip("/")
 MEMORYHUB_EXTRACTION_MODEL = env_str("MEMORYHUB_EXTRACTION_MODEL", "claude-haiku-4-5") or ""
 MEMORYHUB_LLM_TIMEOUT_SECONDS = env_int("MEMORYHUB_LLM_TIMEOUT_SECONDS", 60)
 MEMORYHUB_LLM_MAX_RETRIES = env_int("MEMORYHUB_LLM_MAX_RETRIES", 3)

@@ -115,3 +115,11 @@ class DocumentEditForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 14}),
         max_length=MAX_DOCUMENT_CHARS,
     )
+
+
+class ReviewKeyForm(forms.Form):
+    name = forms.CharField(label="Name (for example: review bot)", max_length=100)
+
+
+class DigestForm(forms.Form):
+    is_on = forms.BooleanField(required=False)

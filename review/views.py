@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from allauth.account.decorators import reauthentication_required
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.roles import require_reviewer
@@ -23,17 +25,22 @@ from memoryhub.knowledge import documents as knowledge
 from memoryhub.knowledge.queries import get_document, list_documents
 from memoryhub.models import ActorType, Channel
 from memoryhub.paging import page_number
+from memoryhub.queries.connections import list_review_keys
+from memoryhub.services.agents import create_review_key, revoke_review_key
 
 from . import decisions
 from .chart import build_chart
 from .forms import (
     ApproveForm,
+    DigestForm,
     DocumentEditForm,
     DocumentForm,
     QueueFilterForm,
     RejectForm,
+    ReviewKeyForm,
     UserAnswerForm,
 )
+from .notices import set_review_digest
 from .queries import (
     get_candidate,
     list_queue,
@@ -312,3 +319,66 @@ def document_publication(request: AuthedRequest, document_id: str) -> HttpRespon
     verb = "Published" if document.is_published else "Unpublished"
     messages.success(request, f"{verb} “{document.title}”.")
     return redirect_after_post(request, reverse("review:knowledge_list"))
+
+
+# The reviewer's own settings: reviewer keys and the daily digest ------------------------------
+
+NEW_REVIEW_KEY_SESSION = "new_review_key"
+
+
+@require_http_methods(["GET", "POST"])
+@require_reviewer
+# As for personal keys: a key outlives the session, so minting one asks for the password again.
+@reauthentication_required(allow_get=True)  # type: ignore[untyped-decorator]  # allauth is untyped.
+@sensitive_variables("issued")  # A new key, in clear.
+def reviewer_settings(request: AuthedRequest) -> HttpResponse:
+    """Reviewer keys for the review API (a new one is shown once) and the daily digest."""
+    form = ReviewKeyForm(request.POST or None)
+    if request.method == "POST":
+        if not form.is_valid():
+            return _settings_page(request, form, new_key=None, status=422)
+        issued = create_review_key(
+            reviewer=request.user, name=form.cleaned_data["name"], actor=_reviewer(request)
+        )
+        # Post, redirect, get: a reload makes no second key; the key waits in the session.
+        request.session[NEW_REVIEW_KEY_SESSION] = issued.raw_key
+        messages.success(request, "Reviewer key created. Copy it now: it is shown only once.")
+        return redirect("review:settings")
+    return _settings_page(request, form, new_key=request.session.pop(NEW_REVIEW_KEY_SESSION, None))
+
+
+@sensitive_variables("new_key", "context")  # A new key, in clear.
+def _settings_page(
+    request: AuthedRequest, form: ReviewKeyForm, *, new_key: str | None, status: int = 200
+) -> HttpResponse:
+    context = {
+        "form": form,
+        "keys": list_review_keys(user=request.user),
+        "new_key": new_key,
+        "api_url": request.build_absolute_uri("/api/v1/"),
+        "has_digest": request.user.has_review_digest,
+    }
+    response = render(request, "review/settings.html", context, status=status)
+    response["Cache-Control"] = "no-store"  # The page may hold a new key in clear.
+    return response
+
+
+@require_POST
+@require_reviewer
+@domain_errors_as_http
+def reviewer_key_revoke(request: AuthedRequest, key_id: int) -> HttpResponse:
+    """Revoke one of the reviewer's keys (another's key is not found)."""
+    api_key = revoke_review_key(reviewer=request.user, key_id=key_id, actor=_reviewer(request))
+    messages.success(request, f"The reviewer key {api_key.prefix}… is revoked.")
+    return redirect("review:settings")
+
+
+@require_POST
+@require_reviewer
+def reviewer_digest(request: AuthedRequest) -> HttpResponse:
+    """Turn the daily email of what waits for review on (`is_on=1`) or off."""
+    form = DigestForm(request.POST)
+    is_on = form.is_valid() and form.cleaned_data["is_on"]
+    set_review_digest(reviewer=request.user, is_on=is_on)
+    messages.success(request, "Daily digest on." if is_on else "Daily digest off.")
+    return redirect("review:settings")

@@ -12,6 +12,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.parser import Parser
 
 from memoryhub.body_limit import TOO_LARGE_CODE, body_limit
@@ -20,6 +21,7 @@ from memoryhub.unavailable import UNAVAILABLE_CODE, UNAVAILABLE_DETAIL, log_unav
 
 from . import answers, graph, journal, memories, profile, recall, sessions, users, webhooks
 from .auth import ApiKeyAuth
+from .rate_limit_headers import LIMIT_HEADER, REMAINING_HEADER, RESET_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,42 @@ class StrictJsonParser(Parser):
         return json.loads(text)
 
 
-api = NinjaAPI(
+# Sent on every response, errors and 429s included (api/rate_limit_headers.py).
+RATE_LIMIT_HEADERS: dict[str, dict[str, Any]] = {
+    LIMIT_HEADER: {
+        "description": "Requests allowed per minute: the key owner's budget (all keys of an "
+        "agent, or all personal keys of a user, share one), or for a missing or invalid key "
+        "the client IP's invalid-key budget. Absent when that limit is off.",
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    REMAINING_HEADER: {
+        "description": "Requests left in the current one-minute window (0 when refused).",
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    RESET_HEADER: {
+        "description": "Seconds until the window ends and the budget is whole again.",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 60},
+    },
+}
+
+
+class MemoryHubAPI(NinjaAPI):
+    """The NinjaAPI, with the rate-limit headers documented on every response."""
+
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> OpenAPISchema:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        schema.setdefault("components", {})["headers"] = RATE_LIMIT_HEADERS
+        refs = {name: {"$ref": f"#/components/headers/{name}"} for name in RATE_LIMIT_HEADERS}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                for response in operation.get("responses", {}).values():
+                    response.setdefault("headers", {}).update(refs)
+        return schema
+
+
+api = MemoryHubAPI(
     title="MemoryHub agent API",
     version="1",
     description=(

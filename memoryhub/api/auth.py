@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -19,12 +20,19 @@ from memoryhub.errors import (
     InvalidInputError,
     NotAuthenticatedError,
     NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
 )
 from memoryhub.http import client_ip
 from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
 from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key, key_owner
-from memoryhub.services.ratelimit import check_rate_limit, count_invalid_key
+from memoryhub.services.ratelimit import (
+    RateLimitState,
+    check_rate_limit,
+    count_invalid_key,
+    invalid_key_budget,
+)
 from memoryhub.services.request_slots import acquire_request_slot
 from memoryhub.services.users import ensure_mode
 
@@ -33,6 +41,8 @@ DEFAULT_MODE = "personal"
 OWN_USER = "me"
 # Where an API request keeps the id of its concurrent-request slot until it ends.
 REQUEST_SLOT_KEY = "memoryhub.request_slot"
+# Where an API request keeps the budget it was counted against, for the X-RateLimit-* headers.
+RATE_LIMIT_KEY = "memoryhub.rate_limit"
 # last_used_at is informative only: one write per key per minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -48,19 +58,34 @@ class Scope:
     api_key: ApiKey
 
 
+def _ignore_budget(state: RateLimitState | None) -> None:
+    pass
+
+
 @sensitive_variables("raw_key")
-def authenticate_key(raw_key: str, *, client_ip: str | None = None) -> ApiKey:
+def authenticate_key(
+    raw_key: str,
+    *,
+    client_ip: str | None = None,
+    on_budget: Callable[[RateLimitState | None], None] = _ignore_budget,
+) -> ApiKey:
     """Return the active key for a presented bearer key, counting it against the rate limit.
 
-    Raises NotAuthenticatedError (missing, unknown, revoked key or disabled agent) and
-    RateLimitedError (past the key owner's budget, or too many invalid keys from this IP).
+    `on_budget` hears of the budget the request was counted against (the key owner's, or the
+    IP's for an invalid key), also when the request is refused. Raises NotAuthenticatedError
+    (missing, unknown, revoked key or disabled agent) and RateLimitedError (past the key
+    owner's budget, or too many invalid keys from this IP).
     """
     api_key = find_active_key(raw_key.strip()) if raw_key else None
-    if api_key is None or (api_key.agent is not None and not api_key.agent.is_active):
-        count_invalid_key(client_ip)
-        raise NotAuthenticatedError("missing, unknown or revoked API key")
-    # One budget per owner: all of an agent's keys, or all of a user's personal keys.
-    check_rate_limit(key_owner(api_key))
+    try:
+        if api_key is None or (api_key.agent is not None and not api_key.agent.is_active):
+            on_budget(count_invalid_key(client_ip))
+            raise NotAuthenticatedError("missing, unknown or revoked API key")
+        # One budget per owner: all of an agent's keys, or all of a user's personal keys.
+        on_budget(check_rate_limit(key_owner(api_key)))
+    except RateLimitedError as error:
+        on_budget(error.rate_limit if isinstance(error.rate_limit, RateLimitState) else None)
+        raise
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
@@ -80,11 +105,38 @@ class ApiKeyAuth(HttpBearer):
 
     @sensitive_variables("token")
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey:
-        api_key = authenticate_key(token, client_ip=client_ip(request))
+        api_key = authenticate_key(
+            token,
+            client_ip=client_ip(request),
+            on_budget=lambda state: note_budget(request, state),
+        )
+        self.check_key_kind(api_key)
         # Given back by ReleaseRequestSlotMiddleware (api/request_slots.py) however the
         # request ends.
         request.META[REQUEST_SLOT_KEY] = acquire_request_slot(key_owner(api_key))
         return api_key
+
+    def check_key_kind(self, api_key: ApiKey) -> None:
+        """Refuse a reviewer key: it acts as a reviewer, on the review routes only.
+
+        Security invariant: a reviewer reads scrubbed candidates, never anyone's memory, and
+        their reviewer key must not become a personal key to their own memory either.
+        """
+        if api_key.is_review_key:
+            raise PermissionDeniedError("a reviewer key works on the /review routes only")
+
+
+def note_budget(request: HttpRequest, state: RateLimitState | None) -> None:
+    """Keep the request's budget for the X-RateLimit-* headers (api/rate_limit_headers.py)."""
+    request.META[RATE_LIMIT_KEY] = state
+
+
+def budget_of(request: HttpRequest) -> RateLimitState | None:
+    """The budget the request was counted against, or (no key counted) its IP's, or None."""
+    if RATE_LIMIT_KEY in request.META:
+        state = request.META[RATE_LIMIT_KEY]
+        return state if isinstance(state, RateLimitState) else None
+    return invalid_key_budget(client_ip(request))
 
 
 def actor_for_key(api_key: ApiKey, *, channel: Channel, ip: str | None) -> Actor:
@@ -147,6 +199,8 @@ def scope_for_key(
     a personal key, another mode of a mode-bound key, an unknown mode) and AgentBlockedError
     when the user blocked the agent.
     """
+    if api_key.is_review_key:  # The MCP server comes here without ApiKeyAuth.
+        raise PermissionDeniedError("a reviewer key works on the /review routes only")
     user_ref = _check_text(user_ref or "", "user")
     mode_slug = _check_text(mode_slug or DEFAULT_MODE, "mode")
     if not user_ref and api_key.agent is not None:

@@ -178,6 +178,8 @@ class AuditAction(StrEnum):
         "left you a question only you can answer",
         Changes.STATE,
     )
+    REVIEW_KEY_CREATE = "review.key_create", "made a reviewer key", Changes.STATE
+    REVIEW_KEY_REVOKE = "review.key_revoke", "revoked a reviewer key", Changes.STATE
     # Webhooks of a workspace (memoryhub/webhooks/; never about one user).
     WEBHOOK_CREATE = "webhook.create", "added a webhook endpoint", Changes.STATE
     WEBHOOK_ROTATE = "webhook.rotate", "rotated a webhook endpoint's secret", Changes.STATE

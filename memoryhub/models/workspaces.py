@@ -90,6 +90,9 @@ class User(AbstractUser):
         "Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     is_memory_paused = models.BooleanField(default=False)
+    # A reviewer's opt-in to the daily email of what waits for review (review/notices.py).
+    has_review_digest = models.BooleanField(default=False)
+    review_digest_sent_on = models.DateField(null=True, blank=True)
     retention_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Auto-delete memories older than this; empty: keep."
     )
@@ -184,6 +187,9 @@ class ApiKey(models.Model):
         Mode, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
     name = models.CharField(max_length=100, blank=True)
+    # A reviewer key: a personal key minted on the review pages that acts as its user, a
+    # reviewer, on the review routes only, and never on anyone's memory (api/review.py).
+    is_review_key = models.BooleanField(default=False)
     prefix = models.CharField(max_length=16, db_index=True)
     # Only a SHA-256 of the key is stored; the key itself is shown once at creation.
     key_hash = models.CharField(max_length=64, unique=True)

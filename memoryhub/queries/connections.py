@@ -48,4 +48,10 @@ def list_connected_agents(*, user: User) -> list[ConnectedAgent]:
 
 def list_personal_keys(*, user: User) -> list[ApiKey]:
     """The user's personal access keys, newest first (only prefixes: keys are never stored)."""
-    return list(ApiKey.objects.filter(user=user).select_related("mode").order_by("-created_at"))
+    keys = ApiKey.objects.filter(user=user, is_review_key=False)  # Reviewer keys: review pages.
+    return list(keys.select_related("mode").order_by("-created_at"))
+
+
+def list_review_keys(*, user: User) -> list[ApiKey]:
+    """The reviewer's reviewer keys, newest first (only prefixes: keys are never stored)."""
+    return list(ApiKey.objects.filter(user=user, is_review_key=True).order_by("-created_at"))

@@ -13,7 +13,7 @@ from django.views.decorators.debug import sensitive_variables
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.errors import InvalidInputError
+from memoryhub.errors import InvalidInputError, NotFoundError
 from memoryhub.models import Agent, ApiKey, Mode, User, Workspace
 
 KEY_PREFIX = "mh_"
@@ -34,13 +34,21 @@ class IssuedKey:
 
 
 @sensitive_variables("raw_key")
-def _issue(*, agent: Agent | None, user: User | None, mode: Mode | None, name: str) -> IssuedKey:
+def _issue(
+    *,
+    agent: Agent | None,
+    user: User | None,
+    mode: Mode | None,
+    name: str,
+    is_review_key: bool = False,
+) -> IssuedKey:
     raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
     api_key = ApiKey.objects.create(
         agent=agent,
         user=user,
         mode=mode,
         name=name[:100],
+        is_review_key=is_review_key,
         prefix=raw_key[:12],
         key_hash=hash_key(raw_key),
     )
@@ -79,6 +87,45 @@ def create_personal_key(*, user: User, name: str, mode: Mode | None = None) -> I
     if mode is not None and mode.user_id != user.pk:
         raise InvalidInputError("the mode must belong to the key's user")
     return _issue(agent=None, user=user, mode=mode, name=name or "personal key")
+
+
+def create_review_key(*, reviewer: User, name: str, actor: Actor) -> IssuedKey:
+    """Issue a reviewer key: it acts as this reviewer on the review routes only (audited).
+
+    The caller has checked the reviewer role and re-authenticated them (review/views.py); the
+    API checks the role again on every request, so a key outlives no demotion.
+    """
+    with transaction.atomic():
+        issued = _issue(
+            agent=None, user=reviewer, mode=None, name=name or "reviewer key", is_review_key=True
+        )
+        record_access(
+            actor=actor,
+            subject_user_id=reviewer.pk,
+            action=AuditAction.REVIEW_KEY_CREATE,
+            object_ids=[issued.api_key.pk],
+        )
+    return issued
+
+
+def revoke_review_key(*, reviewer: User, key_id: int, actor: Actor) -> ApiKey:
+    """Revoke one of the reviewer's reviewer keys (audited); another's key is NotFound."""
+    with transaction.atomic():
+        api_key = (
+            ApiKey.objects.select_for_update()
+            .filter(pk=key_id, user=reviewer, is_review_key=True)
+            .first()
+        )
+        if api_key is None:
+            raise NotFoundError("no such reviewer key")
+        revoke_key(api_key=api_key)
+        record_access(
+            actor=actor,
+            subject_user_id=reviewer.pk,
+            action=AuditAction.REVIEW_KEY_REVOKE,
+            object_ids=[api_key.pk],
+        )
+    return api_key
 
 
 def revoke_key(*, api_key: ApiKey) -> ApiKey:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -34,15 +35,30 @@ SWEEP_BATCH = 5_000
 DATABASE_CACHE = "django.core.cache.backends.db.DatabaseCache"
 
 
+@dataclass(frozen=True)
+class RateLimitState:
+    """A budget after this request: what the X-RateLimit-* response headers say."""
+
+    limit: int
+    remaining: int
+    reset_seconds: int  # Until the current window ends and the budget is whole again.
+
+
 def _window_start(now: datetime) -> datetime:
     return now.replace(second=0, microsecond=0)
 
 
-def _refuse(limit: int, now: datetime) -> RateLimitedError:
+def _state(limit: int, used: int, now: datetime) -> RateLimitState:
     next_window = _window_start(now) + WINDOW
-    wait = max(1, math.ceil((next_window - now).total_seconds()))
+    reset = max(1, math.ceil((next_window - now).total_seconds()))
+    return RateLimitState(limit=limit, remaining=max(0, limit - used), reset_seconds=reset)
+
+
+def _refuse(state: RateLimitState) -> RateLimitedError:
     return RateLimitedError(
-        f"rate limit of {limit} requests per minute exceeded", retry_after_seconds=wait
+        f"rate limit of {state.limit} requests per minute exceeded",
+        retry_after_seconds=state.reset_seconds,
+        rate_limit=state,
     )
 
 
@@ -69,14 +85,20 @@ def count_request(bucket: str, *, now: datetime | None = None) -> int:
     return _add_to_window(bucket, _window_start(now), 1)
 
 
-def check_rate_limit(bucket: str, *, now: datetime | None = None) -> None:
-    """Count one request; raise RateLimitedError (with seconds to wait) past the per-minute limit."""
+def check_rate_limit(bucket: str, *, now: datetime | None = None) -> RateLimitState | None:
+    """Count one request and return the budget left (None: no limit).
+
+    Raises RateLimitedError (with seconds to wait, and the budget) past the per-minute limit.
+    """
     now = now or timezone.now()
     limit = settings.MEMORYHUB_RATE_LIMIT_PER_MINUTE
     if limit <= 0:
-        return  # 0 turns the limit off.
-    if count_request(bucket, now=now) > limit:
-        raise _refuse(limit, now)
+        return None  # 0 turns the limit off.
+    used = count_request(bucket, now=now)
+    state = _state(limit, used, now)
+    if used > limit:
+        raise _refuse(state)
+    return state
 
 
 class InvalidKeyCounter:
@@ -105,6 +127,13 @@ class InvalidKeyCounter:
             self._pending[bucket] = pending
             return pending, self._shared.get(bucket, 0)
 
+    def used(self, bucket: str, start: datetime) -> int:
+        """Requests of the bucket this process knows of in the window starting at `start`."""
+        with self._lock:
+            if start != self._window:
+                return 0
+            return self._pending.get(bucket, 0) + self._shared.get(bucket, 0)
+
     def written(self, bucket: str, start: datetime, amount: int, shared: int) -> None:
         """Note that `amount` pending requests were added to the shared row, now at `shared`."""
         with self._lock:
@@ -116,26 +145,49 @@ class InvalidKeyCounter:
 invalid_key_counter = InvalidKeyCounter()
 
 
-def count_invalid_key(client_ip: str | None, *, now: datetime | None = None) -> None:
-    """Count a request with an invalid key against its IP; RateLimitedError past the limit.
+def count_invalid_key(
+    client_ip: str | None, *, now: datetime | None = None
+) -> RateLimitState | None:
+    """Count a request with an invalid key against its IP; return the IP's budget left.
 
     Writes to the database only when this process's pending count reaches a fifth of the
-    limit; a refused request writes nothing.
+    limit; a refused request writes nothing. Raises RateLimitedError past the limit.
     """
     limit = settings.MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE
     if not client_ip or limit <= 0:
-        return
+        return None
     now = now or timezone.now()
     start = _window_start(now)
-    bucket = f"invalid-key:{client_ip}"
+    bucket = _invalid_key_bucket(client_ip)
     pending, shared = invalid_key_counter.add(bucket, start)
     if shared + pending > limit:
-        raise _refuse(limit, now)
+        raise _refuse(_state(limit, shared + pending, now))
     if pending >= math.ceil(limit / INVALID_KEY_FLUSHES_PER_WINDOW):
         shared = _add_to_window(bucket, start, pending)
         invalid_key_counter.written(bucket, start, pending, shared)
         if shared > limit:
-            raise _refuse(limit, now)
+            raise _refuse(_state(limit, shared, now))
+        return _state(limit, shared, now)
+    return _state(limit, shared + pending, now)
+
+
+def invalid_key_budget(
+    client_ip: str | None, *, now: datetime | None = None
+) -> RateLimitState | None:
+    """The IP's invalid-key budget as this process knows it, without counting a request.
+
+    What a request that presented no key at all is limited by (None: no limit applies).
+    """
+    limit = settings.MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE
+    if not client_ip or limit <= 0:
+        return None
+    now = now or timezone.now()
+    used = invalid_key_counter.used(_invalid_key_bucket(client_ip), _window_start(now))
+    return _state(limit, used, now)
+
+
+def _invalid_key_bucket(client_ip: str) -> str:
+    return f"invalid-key:{client_ip}"
 
 
 def sweep_rate_limit_windows(*, now: datetime | None = None) -> int:

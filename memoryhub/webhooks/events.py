@@ -47,5 +47,6 @@ EVENTS_OF: dict[AuditAction, tuple[str, ...]] = {
     AuditAction.REVIEW_CANDIDATE_APPROVE: (REVIEW_DECIDED,),
     AuditAction.REVIEW_CANDIDATE_REJECT: (REVIEW_DECIDED,),
     AuditAction.REVIEW_NEEDS_USER: (REVIEW_DECIDED,),
+    AuditAction.REVIEW_ANSWER_FOR_USER: (REVIEW_DECIDED,),
     AuditAction.ACCOUNT_DELETE: (USER_DELETED,),
 }

@@ -242,6 +242,12 @@ def _event_data(event_type: str, change: Change, user: User | None) -> dict[str,
             {"id": str(pk), "kind": kind, "updated_at": updated.isoformat()}
             for pk, kind, updated in rows.values_list("pk", "kind", "updated_at")
         ]
+    if event_type == events.SESSION_EXTRACTED and user is not None:
+        # Which session(s) the extracted memories came from, so a receiver can fetch them.
+        sessions = memories_of(user=user, mode=None).filter(pk__in=ids, session__isnull=False)
+        data["session_ids"] = sorted(
+            {str(pk) for pk in sessions.values_list("session_id", flat=True)}
+        )
     key = (
         "candidate_ids"
         if event_type in (events.CANDIDATE_WAITING, events.REVIEW_DECIDED)

@@ -61,3 +61,42 @@ def test_the_api_answers_generated_requests_within_its_schema(
             except (Exception, BaseExceptionGroup) as exc:  # Collect all: one report for the API.
                 failures.append(f"{operation.label} [{mode.value}]: {exc}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_review_routes_answer_a_reviewer_keys_generated_requests_within_their_schema(
+    live_server, transactional_db, embedder
+):
+    from memoryhub.actors import Actor
+    from memoryhub.knowledge.answers import report_answer
+    from memoryhub.services.agents import create_review_key
+    from tests.review.conftest import LOW_RETRIEVAL, make_reviewer
+
+    workspace = factories.make_workspace()
+    user = factories.make_user(workspace=workspace, external_id="alice")
+    report_answer(
+        user=user,
+        mode=factories.mode_of(user),
+        question="Which courier delivers to Corsica?",
+        answer="No idea.",
+        signals=LOW_RETRIEVAL,
+        actor=Actor.system("fuzz"),
+        embedder=embedder,
+    )
+    reviewer = make_reviewer(workspace)
+    key = create_review_key(reviewer=reviewer, name="fuzz", actor=Actor.system("fuzz")).raw_key
+    config = schemathesis.Config.from_dict({"headers": {"Authorization": f"Bearer {key}"}})
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/v1/openapi.json", config=config)
+    operations = [
+        result.ok()
+        for result in schema.get_all_operations()
+        if result.ok().path.startswith("/api/v1/review/")
+    ]
+    assert len(operations) == 6
+    failures = []
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            try:
+                _fuzz(operation, mode, "alice")
+            except (Exception, BaseExceptionGroup) as exc:
+                failures.append(f"{operation.label} [{mode.value}]: {exc}")
+    assert not failures, "\n\n".join(failures)

@@ -173,3 +173,74 @@ def test_the_cache_sweep_is_scheduled_every_five_minutes_as_a_registered_task(se
     entry = settings.CELERY_BEAT_SCHEDULE["sweep-expired-cache-entries"]
     assert (entry["task"], entry["schedule"]) == ("memoryhub.sweep_expired_cache_entries", 300.0)
     assert entry["task"] in app.tasks
+
+
+def _budget(response) -> tuple[str, str, str]:
+    return (
+        response["X-RateLimit-Limit"],
+        response["X-RateLimit-Remaining"],
+        response["X-RateLimit-Reset"],
+    )
+
+
+def test_every_answer_to_a_valid_key_carries_its_budget_up_to_the_429(
+    api, user, settings, frozen_at_second_15
+):
+    settings.MEMORYHUB_RATE_LIMIT_PER_MINUTE = 3
+    ok = api.get("/profile", user="alice")
+    invalid = api.get("/memories", user="alice", limit="many")  # A 422 counts too.
+    missing = api.get("/profile", user="nobody")  # A 404.
+    refused = api.get("/profile", user="alice")
+    assert [r.status_code for r in (ok, invalid, missing, refused)] == [200, 422, 404, 429]
+    assert [_budget(r) for r in (ok, invalid, missing, refused)] == [
+        ("3", "2", "45"),
+        ("3", "1", "45"),
+        ("3", "0", "45"),
+        ("3", "0", "45"),
+    ]
+    assert refused["Retry-After"] == "45"
+
+
+def test_an_invalid_or_missing_key_is_told_its_ips_budget(
+    caller, user, settings, frozen_at_second_15
+):
+    settings.MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = 2
+    first = caller(BAD_KEY).get("/profile", user="alice")
+    second = caller(BAD_KEY).get("/profile", user="alice")
+    no_key = caller(None).get("/profile", user="alice")  # Not counted: the budget as it is.
+    refused = caller(BAD_KEY).get("/profile", user="alice")
+    assert [r.status_code for r in (first, second, no_key, refused)] == [401, 401, 401, 429]
+    assert [_budget(r) for r in (first, second, no_key, refused)] == [
+        ("2", "1", "45"),
+        ("2", "0", "45"),
+        ("2", "0", "45"),
+        ("2", "0", "45"),
+    ]
+
+
+def test_a_limit_turned_off_sends_no_budget_and_pages_outside_the_api_none(
+    api, client, user, settings
+):
+    settings.MEMORYHUB_RATE_LIMIT_PER_MINUTE = 0
+    response = api.get("/profile", user="alice")
+    assert response.status_code == 200 and "X-RateLimit-Limit" not in response
+    settings.MEMORYHUB_RATE_LIMIT_PER_MINUTE = 600
+    assert api.get("/profile", user="alice")["X-RateLimit-Limit"] == "600"
+    assert "X-RateLimit-Limit" not in client.get("/")
+
+
+def test_the_openapi_schema_documents_the_budget_headers_on_every_response(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    assert set(schema["components"]["headers"]) == {
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+    }
+    responses = [
+        response
+        for operations in schema["paths"].values()
+        for operation in operations.values()
+        for response in operation["responses"].values()
+    ]
+    assert len(responses) > 50
+    assert all(set(r["headers"]) == set(schema["components"]["headers"]) for r in responses)

@@ -20,7 +20,10 @@ from typing import Any, Generic, Literal, TypeVar
 
 from .responses import (
     AnswerOut,
+    CandidateOut,
+    CandidatePageOut,
     ContextOut,
+    DecisionOut,
     DeletedOut,
     DeliveryOut,
     FeedbackOut,
@@ -89,6 +92,12 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "enable_webhook": ("POST", "/webhooks/{webhook_id}/enable"),
     "list_webhook_deliveries": ("GET", "/webhooks/{webhook_id}/deliveries"),
     "replay_webhook_delivery": ("POST", "/webhooks/deliveries/{delivery_id}/replay"),
+    "list_review_candidates": ("GET", "/review/candidates"),
+    "get_review_candidate": ("GET", "/review/candidates/{candidate_id}"),
+    "approve_candidate": ("POST", "/review/candidates/{candidate_id}/approve"),
+    "reject_candidate": ("POST", "/review/candidates/{candidate_id}/reject"),
+    "answer_for_user": ("POST", "/review/candidates/{candidate_id}/answer-for-user"),
+    "leave_to_user": ("POST", "/review/candidates/{candidate_id}/needs-user"),
 }
 # Writes that are safe to send twice as they are: the server treats a repeat as the same call.
 IDEMPOTENT_WRITES = frozenset(
@@ -531,3 +540,52 @@ def list_webhook_deliveries(
 def replay_webhook_delivery(delivery_id: int) -> Call[DeliveryOut]:
     """Send a failed or dead delivery again, with the same webhook-id."""
     return _call("replay_webhook_delivery", path={"delivery_id": delivery_id})
+
+
+# Review (a reviewer key, minted on the review pages)
+
+
+def list_review_candidates(
+    *,
+    kind: Literal["answer", "fact"] | None = None,
+    failure_class: str | None = None,
+    page: int | None = None,
+    per_page: int | None = None,
+) -> Call[CandidatePageOut]:
+    """Waiting low-confidence answers and proposed facts, most urgent first, a page."""
+    query = {"kind": kind, "failure_class": failure_class, "page": page, "per_page": per_page}
+    return _call("list_review_candidates", query=query)
+
+
+def get_review_candidate(candidate_id: str) -> Call[CandidateOut]:
+    return _call("get_review_candidate", path={"candidate_id": candidate_id})
+
+
+def approve_candidate(
+    candidate_id: str,
+    *,
+    question: str | None = None,
+    answer: str | None = None,
+    apply_to_group: bool = False,
+) -> Call[DecisionOut]:
+    """Publish it (as edited) to the knowledge base; 409 when already decided."""
+    body = {"question": question, "answer": answer, "apply_to_group": apply_to_group}
+    return _call("approve_candidate", path={"candidate_id": candidate_id}, body=_present(body))
+
+
+def reject_candidate(
+    candidate_id: str, reason: str, *, apply_to_group: bool = False
+) -> Call[DecisionOut]:
+    """Reject it with a reason; 409 when already decided."""
+    body = {"reason": reason, "apply_to_group": apply_to_group}
+    return _call("reject_candidate", path={"candidate_id": candidate_id}, body=body)
+
+
+def answer_for_user(candidate_id: str, answer: str) -> Call[DecisionOut]:
+    """Write the right answer into the user's memory, for them to confirm (409 if paused)."""
+    return _call("answer_for_user", path={"candidate_id": candidate_id}, body={"answer": answer})
+
+
+def leave_to_user(candidate_id: str) -> Call[DecisionOut]:
+    """Leave a question only the user can answer to them, as an open item (409 if paused)."""
+    return _call("leave_to_user", path={"candidate_id": candidate_id})

@@ -247,3 +247,42 @@ class DeliveryOut(TypedDict):
     last_error: str
     created_at: str
     delivered_at: str | None
+
+
+class CandidateOut(TypedDict):
+    id: str
+    kind: str
+    status: str
+    failure_class: str
+    findings: list[str]
+    question: str
+    answer: str
+    comment: str
+    confidence: float | None
+    signals: dict[str, float]
+    context_ids: list[str]
+    feedback: str
+    mode: str
+    created_at: str
+    decided_at: str | None
+    rejection_reason: str
+    group_id: str
+    similar_count: int
+    document_id: str | None
+
+
+class CandidatePageOut(TypedDict):
+    items: list[CandidateOut]
+    total: int
+    page: int
+    per_page: int
+    has_next: bool
+    waiting_answers: int
+    waiting_facts: int
+
+
+class DecisionOut(TypedDict):
+    candidate_id: str
+    status: str
+    document_id: str | None
+    threshold: float

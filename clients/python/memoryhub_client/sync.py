@@ -107,6 +107,14 @@ class MemoryHub:
     list_webhook_deliveries = _sends(operations.list_webhook_deliveries)
     replay_webhook_delivery = _sends(operations.replay_webhook_delivery)
 
+    # Review (a reviewer key, minted on the review pages)
+    list_review_candidates = _sends(operations.list_review_candidates)
+    get_review_candidate = _sends(operations.get_review_candidate)
+    approve_candidate = _sends(operations.approve_candidate)
+    reject_candidate = _sends(operations.reject_candidate)
+    answer_for_user = _sends(operations.answer_for_user)
+    leave_to_user = _sends(operations.leave_to_user)
+
     def _send(self, call: Call[R]) -> R:
         attempt = 0
         while True:

@@ -54,6 +54,12 @@ export const OPERATIONS = {
   enableWebhook: ["POST", "/webhooks/{webhook_id}/enable"],
   listWebhookDeliveries: ["GET", "/webhooks/{webhook_id}/deliveries"],
   replayWebhookDelivery: ["POST", "/webhooks/deliveries/{delivery_id}/replay"],
+  listReviewCandidates: ["GET", "/review/candidates"],
+  getReviewCandidate: ["GET", "/review/candidates/{candidate_id}"],
+  approveCandidate: ["POST", "/review/candidates/{candidate_id}/approve"],
+  rejectCandidate: ["POST", "/review/candidates/{candidate_id}/reject"],
+  answerForUser: ["POST", "/review/candidates/{candidate_id}/answer-for-user"],
+  leaveToUser: ["POST", "/review/candidates/{candidate_id}/needs-user"],
 } as const;
 
 // Writes that are safe to send twice: they carry an idempotency key, only read, or are
@@ -394,6 +400,60 @@ export class MemoryHub {
     return unwrap(
       this.api.POST("/api/v1/webhooks/deliveries/{delivery_id}/replay", {
         params: { path: { delivery_id: deliveryId } },
+      }),
+    );
+  }
+
+  // Review (a reviewer key, minted on the review pages)
+
+  /** Waiting low-confidence answers and proposed facts, most urgent first, a page. */
+  listReviewCandidates(query: GetQuery<"/api/v1/review/candidates"> = {}) {
+    return unwrap(this.api.GET("/api/v1/review/candidates", { params: { query } }));
+  }
+
+  getReviewCandidate(candidateId: string) {
+    return unwrap(
+      this.api.GET("/api/v1/review/candidates/{candidate_id}", {
+        params: { path: { candidate_id: candidateId } },
+      }),
+    );
+  }
+
+  /** Publish it (as edited) to the knowledge base; 409 when already decided. */
+  approveCandidate(candidateId: string, body: Schemas["ApproveIn"] = {}) {
+    return unwrap(
+      this.api.POST("/api/v1/review/candidates/{candidate_id}/approve", {
+        params: { path: { candidate_id: candidateId } },
+        body,
+      }),
+    );
+  }
+
+  /** Reject it with a reason; 409 when already decided. */
+  rejectCandidate(candidateId: string, body: Schemas["RejectIn"]) {
+    return unwrap(
+      this.api.POST("/api/v1/review/candidates/{candidate_id}/reject", {
+        params: { path: { candidate_id: candidateId } },
+        body,
+      }),
+    );
+  }
+
+  /** Write the right answer into the user's memory, for them to confirm (409 if paused). */
+  answerForUser(candidateId: string, body: Schemas["UserAnswerIn"]) {
+    return unwrap(
+      this.api.POST("/api/v1/review/candidates/{candidate_id}/answer-for-user", {
+        params: { path: { candidate_id: candidateId } },
+        body,
+      }),
+    );
+  }
+
+  /** Leave a question only the user can answer to them, as an open item (409 if paused). */
+  leaveToUser(candidateId: string) {
+    return unwrap(
+      this.api.POST("/api/v1/review/candidates/{candidate_id}/needs-user", {
+        params: { path: { candidate_id: candidateId } },
       }),
     );
   }
