@@ -263,6 +263,18 @@ def test_a_429_is_retried_after_the_retry_after_the_server_sent(hub, agent_key, 
     release_request_slot(slot)
 
 
+def test_a_quota_reached_is_raised_at_once_not_retried(hub, settings):
+    # A 429 without Retry-After does not pass in seconds: waiting would only delay the error.
+    settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER = 1
+    hub.create_user("u-1")
+    hub.remember("u-1", "Likes tea")
+    waits = []
+    hub._sleep = waits.append
+    with pytest.raises(RateLimitedError) as refused:
+        hub.remember("u-1", "Likes coffee")
+    assert (refused.value.code, refused.value.retry_after, waits) == ("quota_exceeded", None, [])
+
+
 def test_the_async_client_pages_retries_and_raises_typed_errors(live_server, agent_key, settings):
     async def run():
         async with AsyncMemoryHub(live_server.url, agent_key) as hub:

@@ -44,8 +44,12 @@ def wait_before_retry(response: httpx.Response, attempt: int, policy: RetryPolic
     """Seconds to wait before trying again after this answer, or None to return/raise it.
 
     429 and 503 are answered before (or instead of) doing the work, so every operation may be
-    retried after them; Retry-After is honoured as sent.
+    retried after them; Retry-After is honoured as sent. A 429 without it (`quota_exceeded`: a
+    quota does not pass in seconds) is raised at once.
     """
     if response.status_code not in RETRY_STATUSES:
         return None
-    return policy.delay(attempt, parse_retry_after(response.headers.get("Retry-After")))
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    if response.status_code == 429 and retry_after is None:
+        return None
+    return policy.delay(attempt, retry_after)
