@@ -8,6 +8,7 @@ import json
 import re
 import types
 import typing
+from pathlib import Path
 
 import httpx
 import pytest
@@ -320,9 +321,12 @@ def wrong(hub: MemoryHub) -> str:
 """
 
 
-def test_a_type_checker_sees_the_answers_fields_through_both_clients(tmp_path):
+def test_a_type_checker_sees_the_answers_fields_through_both_clients(tmp_path, monkeypatch):
     from mypy import api as mypy
 
+    # The package these tests import (an editable install is invisible to mypy).
+    package_root = Path(inspect.getfile(MemoryHub)).parent.parent
+    monkeypatch.setenv("MYPYPATH", str(package_root))
     (tmp_path / "use.py").write_text(TYPED_USE)
     report, _, _ = mypy.run(
         ["--strict", "--no-incremental", "--config-file=", str(tmp_path / "use.py")]
