@@ -63,9 +63,10 @@ pytest: setup $(TS_STAMP)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest
 
-clients-schema: setup $(TS_STAMP) ## After an API change: regenerate the TypeScript client's openapi.json and types
+clients-schema: setup $(TS_STAMP) ## After an API change: regenerate openapi.json, the TypeScript types and the Python answer types
 	$(BIN)/python manage.py export_openapi_schema --api memoryhub.api.api.api --indent 2 --output $(TS_CLIENT)/openapi.json
 	cd $(TS_CLIENT) && npm run --silent generate
+	$(BIN)/python clients/python/generate_responses.py
 
 bench: setup ## Retrieval, bilingual (every embedding model), latency and extraction benchmarks (bench/results/*.json)
 	$(BIN)/python manage.py bench_retrieval

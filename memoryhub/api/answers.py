@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Router, Schema, Status
+from ninja import P, PathEx, Router, Schema, Status
 from pydantic import Field
 
 from memoryhub.embeddings import default_embedder
@@ -31,6 +31,7 @@ from .auth import Scope, request_key, resolve_scope, scope_for_key
 from .schemas import ERRORS, ScopeIn, Text
 
 router = Router(tags=["answers"])
+AnswerId = PathEx[UUID, P(description="The answer's id, as POST /answers returned it.")]
 
 Signal = Annotated[float, Field(ge=0.0, le=1.0)]
 ContextId = Annotated[str, Field(min_length=1, max_length=64)]
@@ -39,43 +40,94 @@ ContextId = Annotated[str, Field(min_length=1, max_length=64)]
 class SignalsIn(Schema):
     """The agent's own estimates, each in [0, 1]; higher is better."""
 
-    retrieval: Signal
-    policy: Signal
-    completeness: Signal
-    memory: Signal
+    retrieval: Signal = Field(
+        description=("How well the retrieved memories and knowledge matched the question, 0 to 1.")
+    )
+    policy: Signal = Field(
+        description=("How clear the answer is of policy problems (1: none; 0: blocked), 0 to 1.")
+    )
+    completeness: Signal = Field(
+        description="How completely the answer covers the question, 0 to 1."
+    )
+    memory: Signal = Field(description="How well the user's memory supported the answer, 0 to 1.")
 
 
 class AnswerIn(ScopeIn):
-    session: UUID | None = None
-    question: Text
-    answer: Text
-    signals: SignalsIn
-    context_ids: list[ContextId] = Field(default_factory=list, max_length=MAX_CONTEXT_IDS)
-    items: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_ITEMS)
+    session: UUID | None = Field(
+        default=None,
+        description=(
+            "The session the answer was given in (UUID), if any; an incognito session is 409."
+        ),
+    )
+    question: Text = Field(description="The user's question, as asked (stored encrypted).")
+    answer: Text = Field(description="The agent's answer, as given (stored encrypted).")
+    signals: SignalsIn = Field(
+        description=(
+            "The agent's own confidence signals; their weighted mean is the answer's confidence."
+        )
+    )
+    context_ids: list[ContextId] = Field(
+        description=(
+            "Ids (each up to 64 characters, at most 500) of the memories or documents"
+            " the answer used."
+        ),
+        default_factory=list,
+        max_length=MAX_CONTEXT_IDS,
+    )
+    items: list[dict[str, Any]] = Field(
+        description=(
+            'Up to 100 things the answer was about, as JSON objects: {"name": …} (or '
+            'title, label, id, sku), with an optional id, type ("tool_call" for a '
+            "tool) and relation (searched_for, viewed, booked, asked_about). They "
+            "feed the workspace graph's insights."
+        ),
+        default_factory=list,
+        max_length=MAX_ITEMS,
+    )
 
 
 class AnswerOut(Schema):
-    id: UUID
-    confidence: float
-    captured: bool
+    id: UUID = Field(description="The answer's id (UUID), for POST /answers/{answer_id}/feedback.")
+    confidence: float = Field(
+        description="The composite confidence, 0 to 1, from the signals (and feedback, ±0.1)."
+    )
+    captured: bool = Field(
+        description=(
+            "True when the answer was captured for review (low confidence, "
+            "hallucination signal or thumbs down)."
+        )
+    )
 
 
 class FeedbackIn(Schema):
-    value: Literal["up", "down"]
-    comment: Annotated[Text, Field(max_length=MAX_COMMENT_CHARS)] | None = None
+    value: Literal["up", "down"] = Field(
+        description=(
+            "up (the answer helped) or down (it did not: the answer is captured for review)."
+        )
+    )
+    comment: Annotated[Text, Field(max_length=MAX_COMMENT_CHARS)] | None = Field(
+        default=None, description="The user's words about the answer, up to 2000 characters."
+    )
 
 
 class FeedbackOut(AnswerOut):
-    feedback: str
+    feedback: str = Field(description="The feedback recorded: up or down.")
 
 
 class KnowledgeCandidateIn(ScopeIn):
-    statement: Annotated[Text, Field(description="A fact about the workspace's domain.")]
+    statement: Annotated[Text, Field(description="A fact about the workspace's domain.")] = Field(
+        description=(
+            "A fact about the workspace's domain, to be reviewed before it enters the"
+            " knowledge base."
+        )
+    )
 
 
 class KnowledgeCandidateOut(Schema):
-    id: UUID
-    status: str
+    id: UUID = Field(description="The candidate's id (UUID).")
+    status: str = Field(
+        description="Its review status: pending until a reviewer approves or rejects it."
+    )
 
 
 def report_answer_for(scope: Scope, payload: AnswerIn) -> AnswerOut:
@@ -139,15 +191,21 @@ def propose_knowledge_for(scope: Scope, statement: str) -> KnowledgeCandidateOut
     return KnowledgeCandidateOut(id=candidate.id, status=candidate.status)
 
 
-@router.post("/answers", response={201: AnswerOut, **ERRORS})
+@router.post(
+    "/answers", summary="Report an answer and its confidence", response={201: AnswerOut, **ERRORS}
+)
 def report(request: HttpRequest, payload: AnswerIn) -> Status[AnswerOut]:
     """Report an answer and its confidence signals; a weak one is captured for review."""
     scope = resolve_scope(request, payload.user, payload.mode)
     return Status(201, report_answer_for(scope, payload))
 
 
-@router.post("/answers/{answer_id}/feedback", response={200: FeedbackOut, **ERRORS})
-def feedback(request: HttpRequest, answer_id: UUID, payload: FeedbackIn) -> FeedbackOut:
+@router.post(
+    "/answers/{answer_id}/feedback",
+    summary="Record the user's thumbs up or down on an answer",
+    response={200: FeedbackOut, **ERRORS},
+)
+def feedback(request: HttpRequest, answer_id: AnswerId, payload: FeedbackIn) -> FeedbackOut:
     """The user's thumbs up or down on an answer; down captures it for review."""
     scope = answer_scope(
         request_key(request), answer_id, channel=Channel.API, ip=client_ip(request)
@@ -155,7 +213,11 @@ def feedback(request: HttpRequest, answer_id: UUID, payload: FeedbackIn) -> Feed
     return record_feedback_for(scope, answer_id, payload)
 
 
-@router.post("/knowledge/candidates", response={201: KnowledgeCandidateOut, **ERRORS})
+@router.post(
+    "/knowledge/candidates",
+    summary="Propose a domain fact for the knowledge base",
+    response={201: KnowledgeCandidateOut, **ERRORS},
+)
 def propose_knowledge(
     request: HttpRequest, payload: KnowledgeCandidateIn
 ) -> Status[KnowledgeCandidateOut]:

@@ -50,6 +50,7 @@ def export_modes(scope: Scope) -> list[str] | None:
 
 @router.get(
     "/export",
+    summary="Export everything of the user (streamed JSON)",
     response={200: dict[str, Any], **ERRORS},
     openapi_extra={"responses": {200: {"description": EXPORT_DESCRIPTION}}},
 )

@@ -22,26 +22,39 @@ router = Router(tags=["graph"])
 
 
 class InsightsQueryIn(Schema):
-    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = DEFAULT_LIMIT
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = Field(
+        default=DEFAULT_LIMIT,
+        description=f"At most this many entries in each list, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+    )
 
 
 class PopularItemOut(Schema):
-    name: str
-    count: int
+    name: str = Field(description="The item's name, as agents reported it in answers' `items`.")
+    count: int = Field(description="How many times answers were about it.")
 
 
 class UnansweredOut(Schema):
-    question: str
-    count: int
-    last_asked_at: datetime
+    question: str = Field(
+        description="A question asked without a good answer (scrubbed of personal data)."
+    )
+    count: int = Field(
+        description="How many times it was asked (repeats of one question are grouped)."
+    )
+    last_asked_at: datetime = Field(description="When it was last asked (UTC).")
 
 
 class GraphInsightsOut(Schema):
-    enabled: bool
-    nodes: int
-    min_nodes: int
-    popular_items: list[PopularItemOut]
-    unanswered: list[UnansweredOut]
+    enabled: bool = Field(
+        description="False until the graph holds min_nodes nodes: both lists are then empty."
+    )
+    nodes: int = Field(description="How many nodes the workspace graph holds.")
+    min_nodes: int = Field(description="The nodes needed before insights are given.")
+    popular_items: list[PopularItemOut] = Field(
+        description="The most searched items, by a weight that fades with age (recent searches count more)."
+    )
+    unanswered: list[UnansweredOut] = Field(
+        description="Questions no answer answered well, most recently asked first."
+    )
 
 
 def _agent_workspace(request: HttpRequest) -> tuple[Workspace, Actor]:
@@ -57,7 +70,11 @@ def _agent_workspace(request: HttpRequest) -> tuple[Workspace, Actor]:
     return api_key.agent.workspace, actor
 
 
-@router.get("/graph/insights", response={200: GraphInsightsOut, **ERRORS})
+@router.get(
+    "/graph/insights",
+    summary="Read the workspace's popular items and unanswered questions",
+    response={200: GraphInsightsOut, **ERRORS},
+)
 def insights(request: HttpRequest, params: Query[InsightsQueryIn]) -> GraphInsightsOut:
     """The agent workspace's most searched items and recent questions without a good answer.
 

@@ -13,6 +13,7 @@ from pydantic import Field
 from memoryhub.queries.history import MemoryHistory, get_memory_history
 
 from .auth import Scope, resolve_scope
+from .memories import MemoryId
 from .schemas import ERRORS, ScopeIn
 
 router = Router(tags=["history"])
@@ -100,8 +101,12 @@ def read_history(scope: Scope, memory_id: UUID) -> HistoryOut:
     return HistoryOut.of(history)
 
 
-@router.get("/memories/{memory_id}/history", response={200: HistoryOut, **ERRORS})
-def history(request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn]) -> HistoryOut:
+@router.get(
+    "/memories/{memory_id}/history",
+    summary="List every version of a memory",
+    response={200: HistoryOut, **ERRORS},
+)
+def history(request: HttpRequest, memory_id: MemoryId, scope_in: Query[ScopeIn]) -> HistoryOut:
     """Every version of a memory, oldest first: its text, kind and confidence, who changed it
     (agent, user, reviewer or system), why, and when.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Query, Router, Status
+from ninja import P, PathEx, Query, Router, Status
 
 from memoryhub.errors import PermissionDeniedError
 from memoryhub.keyring import cipher_for
@@ -17,6 +17,9 @@ from .auth import Scope, resolve_scope
 from .schemas import ERRORS, JournalIn, JournalListOut, JournalListQuery, JournalOut, ScopeIn
 
 router = Router(tags=["journal"])
+EntryId = PathEx[
+    UUID, P(description="The journal entry's id, as POST /journal or GET /journal returned it.")
+]
 
 
 def journal_out(item: JournalItem) -> JournalOut:
@@ -37,7 +40,11 @@ def _agent_of(scope: Scope) -> Agent:
     return scope.agent
 
 
-@router.post("/journal", response={200: JournalOut, 201: JournalOut, **ERRORS})
+@router.post(
+    "/journal",
+    summary="Record an alert, recommendation or action",
+    response={200: JournalOut, 201: JournalOut, **ERRORS},
+)
 def add_entry(request: HttpRequest, payload: JournalIn) -> Status[JournalOut]:
     """Record an alert, recommendation or action; an unresolved entry with the same key is 200."""
     scope = resolve_scope(request, payload.user, payload.mode)
@@ -54,7 +61,11 @@ def add_entry(request: HttpRequest, payload: JournalIn) -> Status[JournalOut]:
     return Status(201 if created else 200, journal_out(item))
 
 
-@router.get("/journal", response={200: JournalListOut, **ERRORS})
+@router.get(
+    "/journal",
+    summary="List what the agent already told the user",
+    response={200: JournalListOut, **ERRORS},
+)
 def list_entries(request: HttpRequest, filters: Query[JournalListQuery]) -> JournalListOut:
     """What the agent already surfaced to the user in the mode, newest first, one per key."""
     scope = resolve_scope(request, filters.user, filters.mode)
@@ -70,8 +81,12 @@ def list_entries(request: HttpRequest, filters: Query[JournalListQuery]) -> Jour
     return JournalListOut(items=[journal_out(item) for item in items])
 
 
-@router.post("/journal/{entry_id}/resolve", response={200: JournalOut, **ERRORS})
-def resolve_entry(request: HttpRequest, entry_id: UUID, scope_in: Query[ScopeIn]) -> JournalOut:
+@router.post(
+    "/journal/{entry_id}/resolve",
+    summary="Resolve a journal entry",
+    response={200: JournalOut, **ERRORS},
+)
+def resolve_entry(request: HttpRequest, entry_id: EntryId, scope_in: Query[ScopeIn]) -> JournalOut:
     """Mark an entry resolved, so it no longer shows with `unresolved=true`."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)
     entry = resolve_journal_entry(

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Query, Router, Status
+from ninja import P, PathEx, Query, Router, Status
 
 from memoryhub.embeddings import Embedder, default_embedder
 from memoryhub.errors import (
@@ -55,6 +55,12 @@ from .schemas import (
 )
 
 router = Router(tags=["memories"])
+ForgetTaskId = PathEx[
+    UUID, P(description="The queued forget's task_id, from the 202 answer of POST /forget.")
+]
+MemoryId = PathEx[
+    UUID, P(description="The memory's id (UUID); another user's or mode's memory is 404.")
+]
 
 PAGE_SIZE = 50
 
@@ -233,7 +239,9 @@ def forget_memories(
     )
 
 
-@router.post("/memories", response={200: MemoryOut, 201: MemoryOut, **ERRORS})
+@router.post(
+    "/memories", summary="Remember one memory", response={200: MemoryOut, 201: MemoryOut, **ERRORS}
+)
 def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
     """Remember one item for the user in the mode (confidence medium or above).
 
@@ -253,7 +261,11 @@ def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
     return Status(200 if is_replay or is_repeat else 201, items[0])
 
 
-@router.post("/memories/batch", response={200: MemoryBatchOut, 201: MemoryBatchOut, **ERRORS})
+@router.post(
+    "/memories/batch",
+    summary="Remember up to 100 memories at once",
+    response={200: MemoryBatchOut, 201: MemoryBatchOut, **ERRORS},
+)
 def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[MemoryBatchOut]:
     """Remember several items at once: all of them, or none if any is invalid.
 
@@ -271,7 +283,11 @@ def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[Memo
     return Status(200 if is_replay else 201, MemoryBatchOut(items=items))
 
 
-@router.get("/memories", response={200: MemoryPageOut, **ERRORS})
+@router.get(
+    "/memories",
+    summary="List memories, newest first, by pages",
+    response={200: MemoryPageOut, **ERRORS},
+)
 def list_memories_route(request: HttpRequest, filters: Query[MemoryListQuery]) -> MemoryPageOut:
     """List what is remembered about the user in the mode, newest first, by pages.
 
@@ -288,16 +304,18 @@ def list_memories_route(request: HttpRequest, filters: Query[MemoryListQuery]) -
     )
 
 
-@router.get("/memories/{memory_id}", response={200: MemoryOut, **ERRORS})
-def get_memory_route(request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn]) -> MemoryOut:
+@router.get("/memories/{memory_id}", summary="Read one memory", response={200: MemoryOut, **ERRORS})
+def get_memory_route(
+    request: HttpRequest, memory_id: MemoryId, scope_in: Query[ScopeIn]
+) -> MemoryOut:
     """One memory; another user's or mode's memory is 404."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)
     return read_memory(scope, memory_id)
 
 
-@router.patch("/memories/{memory_id}", response={200: MemoryOut, **ERRORS})
+@router.patch("/memories/{memory_id}", summary="Edit a memory", response={200: MemoryOut, **ERRORS})
 def edit_memory_route(
-    request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn], payload: MemoryPatchIn
+    request: HttpRequest, memory_id: MemoryId, scope_in: Query[ScopeIn], payload: MemoryPatchIn
 ) -> MemoryOut:
     """Change a memory's content, importance or payload (the previous content is kept)."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)
@@ -321,9 +339,11 @@ def edit_memory_route(
     return MemoryOut.of(item)
 
 
-@router.delete("/memories/{memory_id}", response={200: DeletedOut, **ERRORS})
+@router.delete(
+    "/memories/{memory_id}", summary="Delete a memory", response={200: DeletedOut, **ERRORS}
+)
 def delete_memory_route(
-    request: HttpRequest, memory_id: UUID, scope_in: Query[ScopeIn]
+    request: HttpRequest, memory_id: MemoryId, scope_in: Query[ScopeIn]
 ) -> DeletedOut:
     """Delete one memory for good."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)
@@ -335,7 +355,11 @@ def delete_memory_route(
     return DeletedOut(deleted=deleted)
 
 
-@router.post("/forget", response={200: ForgetOut, 202: ForgetTaskOut, **ERRORS})
+@router.post(
+    "/forget",
+    summary="Forget memories by ids, period, topic or query",
+    response={200: ForgetOut, 202: ForgetTaskOut, **ERRORS},
+)
 def forget_route(request: HttpRequest, payload: ForgetIn) -> Status[ForgetOut | ForgetTaskOut]:
     """Forget memories by ids, period, topic or query (criteria combine); gone from every read.
 
@@ -346,9 +370,13 @@ def forget_route(request: HttpRequest, payload: ForgetIn) -> Status[ForgetOut | 
     return Status(202 if isinstance(result, ForgetTaskOut) else 200, result)
 
 
-@router.get("/forget/tasks/{task_id}", response={200: ForgetTaskOut, **ERRORS})
+@router.get(
+    "/forget/tasks/{task_id}",
+    summary="Read a queued forget's status and receipt",
+    response={200: ForgetTaskOut, **ERRORS},
+)
 def forget_task_route(
-    request: HttpRequest, task_id: UUID, scope_in: Query[ScopeIn]
+    request: HttpRequest, task_id: ForgetTaskId, scope_in: Query[ScopeIn]
 ) -> ForgetTaskOut:
     """A queued forget: "queued", or "done" with its receipt."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)

@@ -29,7 +29,11 @@ def read_open_items(scope: Scope) -> OpenItemsOut:
     return OpenItemsOut(items=[MemoryOut.of(item) for item in items])
 
 
-@router.get("/profile", response={200: ProfileOut, **ERRORS})
+@router.get(
+    "/profile",
+    summary="Read the user's profile: facts, preferences, procedures",
+    response={200: ProfileOut, **ERRORS},
+)
 def profile(request: HttpRequest, scope_in: Query[ProfileQuery]) -> ProfileOut:
     """The active facts, preferences and procedures about the user in the mode.
 
@@ -39,7 +43,9 @@ def profile(request: HttpRequest, scope_in: Query[ProfileQuery]) -> ProfileOut:
     return read_profile(scope, as_of=scope_in.as_of)
 
 
-@router.get("/open-items", response={200: OpenItemsOut, **ERRORS})
+@router.get(
+    "/open-items", summary="List the user's open items", response={200: OpenItemsOut, **ERRORS}
+)
 def open_items(request: HttpRequest, scope_in: Query[ScopeIn]) -> OpenItemsOut:
     """What is still open for the user in the mode (to-dos, follow-ups)."""
     return read_open_items(resolve_scope(request, scope_in.user, scope_in.mode))

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Body, Router, Schema, Status
+from ninja import Body, P, PathEx, Router, Schema, Status
 from pydantic import Field
 
 from memoryhub.embeddings import default_embedder
@@ -20,6 +20,12 @@ from .auth import Scope, request_key, resolve_scope, scope_for_key
 from .schemas import ERRORS, ScopeIn, Text
 
 router = Router(tags=["sessions"])
+SessionId = PathEx[
+    UUID,
+    P(
+        description="The session's id, as POST /sessions returned it; another user's session is 404."
+    ),
+]
 
 
 class SessionIn(ScopeIn):
@@ -30,13 +36,22 @@ class SessionIn(ScopeIn):
 
 
 class SessionOut(Schema):
-    id: UUID
-    mode: str
-    is_incognito: bool
-    started_at: datetime
-    last_activity_at: datetime
-    ended_at: datetime | None
-    extraction_status: str
+    id: UUID = Field(
+        description="The session's id (UUID), for its messages, working memory and end."
+    )
+    mode: str = Field(description="The mode the session belongs to (slug).")
+    is_incognito: bool = Field(
+        description="True: the session reads memory but keeps no messages and writes nothing."
+    )
+    started_at: datetime = Field(description="When the session started (UTC).")
+    last_activity_at: datetime = Field(description="When its last message arrived (UTC).")
+    ended_at: datetime | None = Field(description="When it was ended (UTC); null while open.")
+    extraction_status: str = Field(
+        description=(
+            "not_started (open), queued, running, done, failed or skipped (incognito,"
+            " no messages, or memory paused)."
+        )
+    )
 
     @classmethod
     def of(cls, session: Session) -> SessionOut:
@@ -53,13 +68,18 @@ class SessionOut(Schema):
 
 class MessageIn(Schema):
     role: Annotated[str, Field(pattern="^(user|assistant)$", description="user or assistant")]
-    content: Annotated[Text, Field(min_length=1)]
+    content: Annotated[Text, Field(min_length=1)] = Field(
+        description=(
+            "The message text (at least 1 character; at most "
+            "MEMORYHUB_MAX_CONTENT_BYTES, 64 KiB by default, else 413)."
+        )
+    )
 
 
 class MessageOut(Schema):
-    id: UUID
-    seq: int
-    role: str
+    id: UUID = Field(description="The message's id (UUID).")
+    seq: int = Field(description="Its position in the session, from 1.")
+    role: str = Field(description="user or assistant.")
     is_flagged: bool = Field(description="The text reads like instructions to a model.")
     applied_memory_ids: list[UUID] = Field(
         description="Memories a correction or a 'remember that' in this message changed at once."
@@ -67,9 +87,20 @@ class MessageOut(Schema):
 
 
 class WorkingMemoryOut(Schema):
-    data: dict[str, Any]
-    updated_at: datetime | None
-    expires_at: datetime | None
+    data: dict[str, Any] = Field(
+        description=(
+            "The session's scratch notes as stored (a JSON object); {} when there are none."
+        )
+    )
+    updated_at: datetime | None = Field(
+        description="When they were last replaced (UTC); null when there are none."
+    )
+    expires_at: datetime | None = Field(
+        description=(
+            "When they are dropped (UTC; MEMORYHUB_WORKING_MEMORY_TTL_DAYS, 30 days "
+            "by default, after the last write); null when there are none."
+        )
+    )
 
 
 def session_scope(
@@ -141,7 +172,7 @@ def start_session(request: HttpRequest, body: SessionIn) -> Status[SessionOut]:
     response={201: MessageOut, **ERRORS},
     summary="Add a message to a session",
 )
-def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Status[MessageOut]:
+def add_message(request: HttpRequest, session_id: SessionId, body: MessageIn) -> Status[MessageOut]:
     """Append one message to the transcript; a correction or "remember that" applies at once
     (`applied_memory_ids`). 404 for a session out of the key's reach."""
     scope, session = _scoped_session(request, session_id)
@@ -153,7 +184,7 @@ def add_message(request: HttpRequest, session_id: UUID, body: MessageIn) -> Stat
     response={200: SessionOut, **ERRORS},
     summary="End a session and queue its extraction",
 )
-def end_session(request: HttpRequest, session_id: UUID) -> SessionOut:
+def end_session(request: HttpRequest, session_id: SessionId) -> SessionOut:
     """End the session: its extraction is queued (`extraction_status`), or skipped when it is
     incognito, empty or the user paused memory. Ending it again changes nothing."""
     scope, session = _scoped_session(request, session_id)
@@ -166,7 +197,7 @@ def end_session(request: HttpRequest, session_id: UUID) -> SessionOut:
     summary="Replace the session's working memory (a JSON object)",
 )
 def put_working_memory(
-    request: HttpRequest, session_id: UUID, data: Body[dict[str, Any]]
+    request: HttpRequest, session_id: SessionId, data: Body[dict[str, Any]]
 ) -> WorkingMemoryOut:
     """Replace the session's scratch notes (a JSON object, size-capped, encrypted); they expire
     after a while. 409 once the session has ended."""
@@ -182,7 +213,7 @@ def put_working_memory(
     response={200: WorkingMemoryOut, **ERRORS},
     summary="Read the session's working memory",
 )
-def get_working_memory(request: HttpRequest, session_id: UUID) -> WorkingMemoryOut:
+def get_working_memory(request: HttpRequest, session_id: SessionId) -> WorkingMemoryOut:
     """The session's scratch notes, or `{}` with null times when there are none."""
     scope, session = _scoped_session(request, session_id)
     memory = sessions.get_working_memory(session=session, actor=scope.actor)

@@ -6,7 +6,7 @@ import uuid
 
 from django.http import HttpRequest
 from django.urls import reverse
-from ninja import Router, Status
+from ninja import P, PathEx, Router, Status
 
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
@@ -20,6 +20,10 @@ from .auth import actor_for_key, request_key, resolve_scope, scope_for_key
 from .schemas import ERRORS, UserIn, UserLinkIn, UserLinkOut, UserOut
 
 router = Router(tags=["users"])
+UserPathRef = PathEx[
+    str,
+    P(description="The user's external_id or MemoryHub UUID; `me` is a personal key's own user."),
+]
 
 EMAIL_REFUSED = (
     "email is not accepted: agents do not set a user's login. To let the person reach this "
@@ -98,7 +102,11 @@ def read_user(api_key: ApiKey, user_ref: str, *, channel: Channel, ip: str | Non
     return user_out(scope.user, shows_login=api_key.agent is None)
 
 
-@router.post("/users", response={200: UserOut, 201: UserOut, **ERRORS})
+@router.post(
+    "/users",
+    summary="Create a user, or get the one with this external_id",
+    response={200: UserOut, 201: UserOut, **ERRORS},
+)
 def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]:
     """Create an end user of the agent's workspace, or return the one with this external_id."""
     user, is_created = create_or_get_user_for_key(
@@ -107,15 +115,19 @@ def create_or_get_user(request: HttpRequest, payload: UserIn) -> Status[UserOut]
     return Status(201 if is_created else 200, user)
 
 
-@router.get("/users/{external_id}", response={200: UserOut, **ERRORS})
-def get_user(request: HttpRequest, external_id: str) -> UserOut:
+@router.get("/users/{external_id}", summary="Read a user", response={200: UserOut, **ERRORS})
+def get_user(request: HttpRequest, external_id: UserPathRef) -> UserOut:
     """One end user, by external_id or hub UUID; `me` is a personal key's own user."""
     return read_user(request_key(request), external_id, channel=Channel.API, ip=client_ip(request))
 
 
-@router.post("/users/{external_id}/link", response={201: UserLinkOut, **ERRORS})
+@router.post(
+    "/users/{external_id}/link",
+    summary="Create a one-time link for the person to claim the user",
+    response={201: UserLinkOut, **ERRORS},
+)
 def create_user_link(
-    request: HttpRequest, external_id: str, payload: UserLinkIn
+    request: HttpRequest, external_id: UserPathRef, payload: UserLinkIn
 ) -> Status[UserLinkOut]:
     """A one-time link for the person: opened while signed in to an account that confirmed
     `email`, their login reaches this user.

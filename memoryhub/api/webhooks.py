@@ -11,7 +11,7 @@ from typing import Annotated, Literal, get_args
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Path, Query, Router, Schema, Status
+from ninja import P, PathEx, Query, Router, Schema, Status
 from pydantic import Field
 
 from memoryhub.actors import Actor
@@ -24,6 +24,12 @@ from .auth import actor_for_key
 from .schemas import ERRORS
 
 router = Router(tags=["webhooks"])
+WebhookId = PathEx[
+    UUID,
+    P(
+        description="The endpoint's id, as POST /webhooks or GET /webhooks returned it; another workspace's is 404."
+    ),
+]
 
 EventType = Literal[
     "memory.created",
@@ -39,49 +45,119 @@ if set(get_args(EventType)) != set(events.EVENT_TYPES):
     raise RuntimeError("api/webhooks.py EventType differs from webhooks/events.py EVENT_TYPES")
 MAX_LOG = 200
 MAX_ID = 2**63 - 1  # A bigint: a larger id is a 422, not a database error.
+DeliveryId = PathEx[
+    Annotated[int, Field(ge=1, le=MAX_ID)],
+    P(description="The delivery's id, from GET /webhooks/{webhook_id}/deliveries."),
+]
 
 
 class WebhookIn(Schema):
-    url: Annotated[str, Field(min_length=1, max_length=500)]
-    event_types: Annotated[list[EventType], Field(min_length=1, max_length=len(events.EVENT_TYPES))]
-    include_text: bool = False
-    description: Annotated[str, Field(max_length=200)] = ""
+    url: Annotated[str, Field(min_length=1, max_length=500)] = Field(
+        description=(
+            "Where to POST events: an https URL (http only where the server allows it) of at "
+            "most 500 characters. A host that resolves to a loopback, private or link-local "
+            "address is refused."
+        )
+    )
+    event_types: Annotated[
+        list[EventType], Field(min_length=1, max_length=len(events.EVENT_TYPES))
+    ] = Field(
+        description=(
+            "The events to send (at least one): memory.created, memory.updated, "
+            "memory.forgotten, session.extracted, candidate.waiting, review.decided, "
+            "user.deleted."
+        )
+    )
+    include_text: bool = Field(
+        default=False,
+        description=("True: memory events carry the decrypted text; false: ids and metadata only."),
+    )
+    description: Annotated[str, Field(max_length=200)] = Field(
+        default="", description="A note for yourself, up to 200 characters."
+    )
 
 
 class WebhookOut(Schema):
-    id: UUID
-    url: str
-    description: str
-    event_types: list[str]
-    is_enabled: bool
-    include_text: bool
-    circuit_open: bool
-    consecutive_failures: int
-    created_at: datetime
+    id: UUID = Field(description="The endpoint's id (UUID).")
+    url: str = Field(description="Where events are POSTed.")
+    description: str = Field(description="Your note about the endpoint.")
+    event_types: list[str] = Field(description="The events sent to it.")
+    is_enabled: bool = Field(
+        description=(
+            "False after POST /webhooks/{webhook_id}/disable: nothing is sent until enabled."
+        )
+    )
+    include_text: bool = Field(description="Whether memory events carry the decrypted text.")
+    circuit_open: bool = Field(
+        description=(
+            "True after repeated failures: deliveries pause for a cooldown, then one "
+            "probe is tried."
+        )
+    )
+    consecutive_failures: int = Field(
+        description="Failed attempts in a row since the last success."
+    )
+    created_at: datetime = Field(description="When the endpoint was added (UTC).")
 
 
 class WebhookSecretOut(WebhookOut):
-    secret: str
-    previous_secret_expires_at: datetime | None
+    secret: str = Field(
+        description=(
+            "The signing secret (whsec_…), shown only here: verify each delivery's "
+            "webhook-signature with it (Standard Webhooks)."
+        )
+    )
+    previous_secret_expires_at: datetime | None = Field(
+        description=(
+            "After a rotation, until when the old secret also signs (UTC); null otherwise."
+        )
+    )
 
 
 class DeliveryQueryIn(Schema):
-    status: Literal["pending", "delivered", "failed", "dead"] | None = None
-    limit: Annotated[int, Field(ge=1, le=MAX_LOG)] = 50
+    status: Literal["pending", "delivered", "failed", "dead"] | None = Field(
+        default=None,
+        description=(
+            "Only deliveries in this status: pending, delivered, failed (retried at "
+            "next_attempt_at) or dead (gave up; replay to retry)."
+        ),
+    )
+    limit: Annotated[int, Field(ge=1, le=MAX_LOG)] = Field(
+        default=50, description="At most this many deliveries, 1 to 200 (default 50)."
+    )
 
 
 class DeliveryOut(Schema):
-    id: int
-    endpoint_id: UUID
-    message_id: str
-    event_type: str
-    status: str
-    attempts: int
-    next_attempt_at: datetime
-    last_status_code: int | None
-    last_error: str
-    created_at: datetime
-    delivered_at: datetime | None
+    id: int = Field(
+        description=(
+            "The delivery's id (an integer), for POST /webhooks/deliveries/{delivery_id}/replay."
+        )
+    )
+    endpoint_id: UUID = Field(description="The endpoint it goes to.")
+    message_id: str = Field(
+        description=(
+            "The webhook-id header value; the same on every attempt and replay, so "
+            "receivers can deduplicate."
+        )
+    )
+    event_type: str = Field(description="The event, e.g. memory.created.")
+    status: str = Field(
+        description=("pending, delivered, failed (retried at next_attempt_at) or dead (gave up).")
+    )
+    attempts: int = Field(description="How many times it was tried.")
+    next_attempt_at: datetime = Field(
+        description="When it is tried next (UTC); meaningless once delivered or dead."
+    )
+    last_status_code: int | None = Field(
+        description=(
+            "The HTTP status of the last attempt; null when none answered (timeout, refused)."
+        )
+    )
+    last_error: str = Field(description="What went wrong on the last attempt; empty when none.")
+    created_at: datetime = Field(description="When the event happened (UTC).")
+    delivered_at: datetime | None = Field(
+        description="When it was delivered (UTC); null until then."
+    )
 
 
 def _agent_workspace(request: HttpRequest) -> tuple[Workspace, Actor]:
@@ -133,14 +209,20 @@ def delivery_out(delivery: WebhookDelivery) -> DeliveryOut:
     )
 
 
-@router.get("/webhooks", response={200: list[WebhookOut], **ERRORS})
+@router.get(
+    "/webhooks",
+    summary="List the workspace's webhook endpoints",
+    response={200: list[WebhookOut], **ERRORS},
+)
 def list_webhooks(request: HttpRequest) -> list[WebhookOut]:
     """The workspace's webhook endpoints (without their secrets)."""
     workspace, actor = _agent_workspace(request)
     return [webhook_out(e) for e in queries.endpoints_of(workspace=workspace, actor=actor)]
 
 
-@router.post("/webhooks", response={201: WebhookSecretOut, **ERRORS})
+@router.post(
+    "/webhooks", summary="Add a webhook endpoint", response={201: WebhookSecretOut, **ERRORS}
+)
 def create_webhook(request: HttpRequest, payload: WebhookIn) -> Status[WebhookSecretOut]:
     """Add an endpoint; its `whsec_` secret is in this answer only (and after a rotation)."""
     workspace, actor = _agent_workspace(request)
@@ -155,16 +237,24 @@ def create_webhook(request: HttpRequest, payload: WebhookIn) -> Status[WebhookSe
     return Status(201, _with_secret(endpoint))
 
 
-@router.post("/webhooks/{webhook_id}/rotate", response={200: WebhookSecretOut, **ERRORS})
-def rotate_webhook_secret(request: HttpRequest, webhook_id: UUID) -> WebhookSecretOut:
+@router.post(
+    "/webhooks/{webhook_id}/rotate",
+    summary="Rotate a webhook endpoint's signing secret",
+    response={200: WebhookSecretOut, **ERRORS},
+)
+def rotate_webhook_secret(request: HttpRequest, webhook_id: WebhookId) -> WebhookSecretOut:
     """A new secret; the old one keeps signing beside it until `previous_secret_expires_at`."""
     workspace, actor = _agent_workspace(request)
     endpoint = services.rotate_secret(workspace=workspace, endpoint_id=webhook_id, actor=actor)
     return _with_secret(endpoint)
 
 
-@router.post("/webhooks/{webhook_id}/disable", response={200: WebhookOut, **ERRORS})
-def disable_webhook(request: HttpRequest, webhook_id: UUID) -> WebhookOut:
+@router.post(
+    "/webhooks/{webhook_id}/disable",
+    summary="Disable a webhook endpoint",
+    response={200: WebhookOut, **ERRORS},
+)
+def disable_webhook(request: HttpRequest, webhook_id: WebhookId) -> WebhookOut:
     """Stop sending to an endpoint; its deliveries wait until it is enabled again."""
     workspace, actor = _agent_workspace(request)
     endpoint = services.set_enabled(
@@ -173,8 +263,12 @@ def disable_webhook(request: HttpRequest, webhook_id: UUID) -> WebhookOut:
     return webhook_out(endpoint)
 
 
-@router.post("/webhooks/{webhook_id}/enable", response={200: WebhookOut, **ERRORS})
-def enable_webhook(request: HttpRequest, webhook_id: UUID) -> WebhookOut:
+@router.post(
+    "/webhooks/{webhook_id}/enable",
+    summary="Enable a webhook endpoint",
+    response={200: WebhookOut, **ERRORS},
+)
+def enable_webhook(request: HttpRequest, webhook_id: WebhookId) -> WebhookOut:
     """Send to an endpoint again (its circuit closed)."""
     workspace, actor = _agent_workspace(request)
     endpoint = services.set_enabled(
@@ -183,9 +277,13 @@ def enable_webhook(request: HttpRequest, webhook_id: UUID) -> WebhookOut:
     return webhook_out(endpoint)
 
 
-@router.get("/webhooks/{webhook_id}/deliveries", response={200: list[DeliveryOut], **ERRORS})
+@router.get(
+    "/webhooks/{webhook_id}/deliveries",
+    summary="List an endpoint's deliveries",
+    response={200: list[DeliveryOut], **ERRORS},
+)
 def list_deliveries(
-    request: HttpRequest, webhook_id: UUID, params: Query[DeliveryQueryIn]
+    request: HttpRequest, webhook_id: WebhookId, params: Query[DeliveryQueryIn]
 ) -> list[DeliveryOut]:
     """The endpoint's delivery log, newest first."""
     workspace, actor = _agent_workspace(request)
@@ -195,10 +293,12 @@ def list_deliveries(
     return [delivery_out(d) for d in rows[: params.limit]]
 
 
-@router.post("/webhooks/deliveries/{delivery_id}/replay", response={200: DeliveryOut, **ERRORS})
-def replay_delivery(
-    request: HttpRequest, delivery_id: Path[Annotated[int, Field(ge=1, le=MAX_ID)]]
-) -> DeliveryOut:
+@router.post(
+    "/webhooks/deliveries/{delivery_id}/replay",
+    summary="Send a delivery again",
+    response={200: DeliveryOut, **ERRORS},
+)
+def replay_delivery(request: HttpRequest, delivery_id: DeliveryId) -> DeliveryOut:
     """Send a delivery again with the same `webhook-id` (receivers deduplicate on it)."""
     workspace, actor = _agent_workspace(request)
     delivery = services.replay_delivery(workspace=workspace, delivery_id=delivery_id, actor=actor)

@@ -79,8 +79,9 @@ class Callers:
     def changed(self, ctx: Context, scope: Scope, *names: str) -> None:
         """Tell the server's listeners (`subscriptions/listen`) that these resources changed.
 
-        Called from a sync tool body, on the worker thread anyio started it on. Only servers
-        that serve one key take listeners (stdio); see `build_server`.
+        Called from a sync tool body, on the worker thread anyio started it on. Every spelling
+        of each URI is announced; a listener on the shared HTTP server holds only the UUID one,
+        checked against its key (mcp/listening.py).
         """
         for uri in resource_uris(scope, names):
             anyio.from_thread.run(ctx.notify_resource_updated, uri)

@@ -30,6 +30,8 @@ from memoryhub.unavailable import (
     log_unavailable,
 )
 
+from .bus import PostgresSubscriptionBus
+from .listening import ListenerScopes
 from .oauth import MCP_PATH, METADATA_PATH, authenticate_access_token, resource_url
 from .server import Caller, build_server
 
@@ -89,7 +91,11 @@ def _release(slot_id: UUID | None) -> None:
 
 
 def _caller_from_request(ctx: Context) -> Caller:
-    request = ctx.request_context.request
+    return _caller_of(ctx.request_context.request)
+
+
+def _caller_of(request: Any) -> Caller:
+    """The caller of an HTTP request that passed `mcp_app` (set on its ASGI scope there)."""
     authenticated = getattr(request, "scope", {}).get(API_KEY_SCOPE_KEY)
     if not isinstance(authenticated, Authenticated):
         raise NotAuthenticatedError("missing, unknown or revoked API key")
@@ -153,8 +159,11 @@ def _transport_security() -> TransportSecuritySettings:
 
 def build_mcp_app() -> ASGIApp:
     """The streamable-HTTP MCP app; every request must carry a valid bearer key."""
-    # One server answers every key here: no resource subscriptions (see build_server).
-    server = build_server(_caller_from_request, has_subscriptions=False)
+    # One server answers every key here: a listener names only resources its key may read,
+    # spelled by UUID, so it never hears of another key's users (mcp/listening.py).
+    bus = PostgresSubscriptionBus()
+    server = build_server(_caller_from_request, subscriptions=bus)
+    server.middleware.append(ListenerScopes(_caller_of, bus.listening))
     # Stateless JSON responses: any worker can answer any request, no session affinity needed.
     inner: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.subscriptions import SubscriptionBus
 
 from memoryhub.api import history as history_api
 from memoryhub.api import memories as memory_api
@@ -59,18 +60,19 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(caller_source: CallerSource, *, has_subscriptions: bool = True) -> MCPServer:
+def build_server(
+    caller_source: CallerSource, *, subscriptions: SubscriptionBus | None = None
+) -> MCPServer:
     """An MCP server whose tools act for the key that `caller_source` authenticates.
 
-    With `has_subscriptions`, clients may listen for changes to the resources that tool calls
-    make (`subscriptions/listen`). Only for a server that serves one key (stdio): on a shared
-    server one key's listener would learn when another key's users change.
+    Clients may listen for changes to the resources that tool calls make
+    (`subscriptions/listen`). A server shared by every key (streamable HTTP) must scope each
+    listener to its own key's users: mcp/http.py adds mcp/listening.py's middleware, and gives
+    `subscriptions` (mcp/bus.py) so that every web worker's listeners hear every tool call;
+    None is the SDK's in-process bus (stdio: one process).
     """
     server: MCPServer = MCPServer(
-        name="memoryhub",
-        instructions=INSTRUCTIONS,
-        version="1",
-        subscriptions=None if has_subscriptions else False,
+        name="memoryhub", instructions=INSTRUCTIONS, version="1", subscriptions=subscriptions
     )
     callers = Callers(caller_source)
     _add_memory_tools(server, callers)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
+import types
+import typing
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,6 +23,8 @@ from memoryhub_client import (
     RateLimitedError,
     RetryPolicy,
     TransportError,
+    operations,
+    responses,
 )
 
 from memoryhub.api.api import api
@@ -55,6 +61,88 @@ def test_the_client_and_the_openapi_schema_agree_on_every_operation():
             assert callable(getattr(client, name)), (client, name)
         parameters = set(inspect.signature(getattr(MemoryHub, name)).parameters) - {"self"}
         assert parameters == schema_operations[route], name
+
+
+def _schema_shape(schema):
+    """A JSON schema as the Python type it reads as ("list[MemoryOut]", "str | None")."""
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[1]
+    if "anyOf" in schema:
+        return " | ".join(sorted(_schema_shape(option) for option in schema["anyOf"]))
+    kind = schema["type"]
+    if kind == "array":
+        return f"list[{_schema_shape(schema['items'])}]"
+    if kind == "object":
+        values = schema.get("additionalProperties", True)
+        return f"dict[str, {'Any' if values is True else _schema_shape(values)}]"
+    names = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+    return {**names, "null": "None"}[kind]
+
+
+def _type_shape(annotation):
+    """A Python annotation in the same notation."""
+    if annotation is type(None):
+        return "None"
+    if annotation is typing.Any:
+        return "Any"
+    if typing.is_typeddict(annotation):
+        return annotation.__name__
+    origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(sorted(_type_shape(a) for a in arguments))
+    if origin is list:
+        return f"list[{_type_shape(arguments[0])}]"
+    if origin is dict:
+        return f"dict[{_type_shape(arguments[0])}, {_type_shape(arguments[1])}]"
+    return annotation.__name__
+
+
+def _answer_shape(operation):
+    """The success answers of an OpenAPI operation, as one type."""
+    answers = {
+        _schema_shape(answer["content"]["application/json"]["schema"])
+        for status, answer in operation["responses"].items()
+        if 200 <= int(status) < 300
+    }
+    return " | ".join(sorted(answers))
+
+
+def test_every_answer_type_of_the_client_matches_its_response_schema():
+    schema = api.get_openapi_schema()
+    components = schema["components"]["schemas"]
+    for name, (method, path) in OPERATIONS.items():
+        operation = schema["paths"][PREFIX + path][method.lower()]
+        (answer,) = typing.get_args(typing.get_type_hints(getattr(operations, name))["return"])
+        assert _type_shape(answer) == _answer_shape(operation), name
+        # Each TypedDict has exactly its schema's fields, of the same types (nested ones too).
+    typed_dicts = {n: t for n, t in vars(responses).items() if typing.is_typeddict(t)}
+    for name, typed_dict in typed_dicts.items():
+        fields = {f: _type_shape(t) for f, t in typing.get_type_hints(typed_dict).items()}
+        properties = components[name]["properties"]
+        assert fields == {f: _schema_shape(p) for f, p in properties.items()}, name
+    # Every schema an answer refers to, however deep, has its TypedDict, and no other.
+    answers = [
+        answer["content"]["application/json"]["schema"]
+        for methods in schema["paths"].values()
+        for operation in methods.values()
+        for status, answer in operation["responses"].items()
+        if 200 <= int(status) < 300
+    ]
+    referred, to_read = set(), [json.dumps(answer) for answer in answers]
+    while to_read:
+        for name in re.findall(r'"#/components/schemas/(\w+)"', to_read.pop()):
+            if name not in referred:
+                referred.add(name)
+                to_read.append(json.dumps(components[name]))
+    assert referred == set(typed_dicts)
+
+
+def test_the_answer_check_notices_a_field_of_another_type():
+    # The check above compares shapes; a wrong type or a missing field must change them.
+    memory = api.get_openapi_schema()["components"]["schemas"]["MemoryOut"]["properties"]
+    assert _schema_shape(memory["occurred_at"]) == "None | str"
+    assert _type_shape(str | None) == "None | str"
+    assert _type_shape(int | None) != _schema_shape(memory["occurred_at"])
 
 
 @pytest.fixture
@@ -176,6 +264,18 @@ def test_a_429_is_retried_after_the_retry_after_the_server_sent(hub, agent_key, 
     release_request_slot(slot)
 
 
+def test_a_quota_reached_is_raised_at_once_not_retried(hub, settings):
+    # A 429 without Retry-After does not pass in seconds: waiting would only delay the error.
+    settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER = 1
+    hub.create_user("u-1")
+    hub.remember("u-1", "Likes tea")
+    waits = []
+    hub._sleep = waits.append
+    with pytest.raises(RateLimitedError) as refused:
+        hub.remember("u-1", "Likes coffee")
+    assert (refused.value.code, refused.value.retry_after, waits) == ("quota_exceeded", None, [])
+
+
 def test_the_async_client_pages_retries_and_raises_typed_errors(live_server, agent_key, settings):
     async def run():
         async with AsyncMemoryHub(live_server.url, agent_key) as hub:
@@ -202,3 +302,37 @@ def test_the_async_client_pages_retries_and_raises_typed_errors(live_server, age
     assert waits == [1.0]
     assert user["external_id"] == "u-1"
     assert missing.code == "not_found"
+
+
+TYPED_USE = """
+from memoryhub_client import AsyncMemoryHub, MemoryHub
+
+
+def count(hub: MemoryHub) -> int:
+    return hub.remember("alice", "Likes tea")["evidence_count"]
+
+
+async def cursor(hub: AsyncMemoryHub) -> str | None:
+    return (await hub.list_memories("alice"))["next_cursor"]
+
+
+def wrong(hub: MemoryHub) -> str:
+    return hub.get_profile("alice")["evidence_count"]
+"""
+
+
+def test_a_type_checker_sees_the_answers_fields_through_both_clients(tmp_path, monkeypatch):
+    from mypy import api as mypy
+
+    # The package these tests import (an editable install is invisible to mypy).
+    package_root = Path(inspect.getfile(MemoryHub)).parent.parent
+    monkeypatch.setenv("MYPYPATH", str(package_root))
+    (tmp_path / "use.py").write_text(TYPED_USE)
+    report, _, _ = mypy.run(
+        ["--strict", "--no-incremental", "--config-file=", str(tmp_path / "use.py")]
+    )
+    # Only the wrong use is reported: ProfileOut has no evidence_count.
+    errors = [line for line in report.splitlines() if ": error:" in line]
+    assert errors, report
+    assert all("use.py:14:" in line for line in errors), report
+    assert any('"evidence_count" is not a valid TypedDict key' in line for line in errors)

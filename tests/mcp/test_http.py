@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import AsyncExitStack
 
 import anyio
 import httpx2
@@ -14,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from memoryhub.models import ApiKey, AuditEntry, RequestSlot
 from memoryhub.services.agents import key_owner, rotate_agent_key
 from memoryhub.services.request_slots import acquire_request_slot, release_request_slot
+from tests import factories
 from tests.mcp.conftest import error_text, structured
 from tests.processes import wait_for
 
@@ -124,15 +126,53 @@ def test_an_mcp_only_agent_creates_users_logs_sessions_and_reads_resources_over_
     assert (entry.channel, entry.client_ip) == ("mcp", "127.0.0.1")
 
 
-def test_the_shared_http_server_takes_no_listeners(base_url, world):
-    # One server answers every key: a listener could learn when another key's users change.
-    async def run():
-        headers = {"Authorization": f"Bearer {world['key']}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            transport = streamable_http_client(f"{base_url}/mcp", http_client=http)
-            async with Client(transport, read_timeout_seconds=30) as client:
-                with pytest.raises(MCPError):
-                    async with client.listen(resource_subscriptions=["memoryhub://x"]):
-                        pass
+def _open_client(stack, base_url, key):
+    """An MCP client over HTTP with this key, entered on the exit stack."""
 
-    anyio.run(run)
+    async def enter():
+        headers = {"Authorization": f"Bearer {key}"}
+        http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers, timeout=120))
+        transport = streamable_http_client(f"{base_url}/mcp", http_client=http)
+        return await stack.enter_async_context(Client(transport, read_timeout_seconds=60))
+
+    return enter()
+
+
+def test_a_listener_over_http_hears_only_of_its_own_keys_users(base_url, world):
+    # Another workspace also has an "alice": the same URI spelling, another person.
+    workspace = factories.make_workspace()
+    other_alice = factories.make_user(workspace=workspace, external_id="alice")
+    _, other_key = factories.make_agent(workspace, "elsewhere")
+    alice = world["alice"]
+    alices = "memoryhub://users/alice/modes/personal/open-items"
+
+    async def run():
+        async with AsyncExitStack() as stack:
+            agent = await _open_client(stack, base_url, world["key"])
+            listener = await _open_client(stack, base_url, world["key"])
+            stranger = await _open_client(stack, base_url, other_key)
+            # A resource the key cannot read cannot be listened to either.
+            with pytest.raises(MCPError, match="not_found"):
+                async with stranger.listen(
+                    resource_subscriptions=[f"memoryhub://users/{alice.pk}/modes/personal/profile"]
+                ):
+                    pass
+            ours = await stack.enter_async_context(listener.listen(resource_subscriptions=[alices]))
+            theirs = await stack.enter_async_context(
+                stranger.listen(resource_subscriptions=[alices])
+            )
+            await agent.call_tool(
+                "remember", {"user": "alice", "kind": "open_item", "content": "Call the bank"}
+            )
+            with anyio.fail_after(30):
+                heard = await ours.__anext__()
+            # Both streams are fed by one in-process bus at once: had the stranger's stream
+            # matched, its event would already be waiting.
+            with anyio.move_on_after(1) as silence:
+                await theirs.__anext__()
+            return heard, silence.cancelled_caught
+
+    heard, stranger_heard_nothing = anyio.run(run)
+    assert heard.uri == f"memoryhub://users/{alice.pk}/modes/personal/open-items"
+    assert stranger_heard_nothing
+    assert other_alice.pk != alice.pk

@@ -11,9 +11,17 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import httpx2
+from allauth.account.models import EmailAddress
 from allauth.idp.oidc.adapter import get_adapter
 from allauth.idp.oidc.models import Client as OIDCClient
 from allauth.idp.oidc.models import Token
+from allauth.mfa.models import Authenticator
+from allauth.mfa.totp.internal.auth import (
+    format_hotp_value,
+    generate_totp_secret,
+    hotp_value,
+    yield_hotp_counters_from_time,
+)
 from django.test import Client as DjangoClient
 from django.utils import timezone
 from mcp import Client
@@ -21,6 +29,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
+from accounts.adapter import MFAAdapter
 from memoryhub.models import ApiKey, AuditEntry
 from tests import factories
 from tests.mcp.conftest import error_text, structured
@@ -59,6 +68,35 @@ class _Memory:
         self.client_info = client_info
 
 
+async def _consent(browser, url, base_url, seen, *, untick=()):
+    """On the consent page at `url` (or where it leads), grant the ticked modes."""
+    page = await browser.get(url, follow_redirects=True)
+    assert page.status_code == 200, page.text
+    form = _Form()
+    form.feed(page.text)
+    data = [
+        (field["name"], field.get("value", ""))
+        for field in form.fields
+        if field.get("type") != "checkbox" or field["value"] not in untick
+    ]
+    seen["scopes"] = [f["value"] for f in form.fields if f.get("type") == "checkbox"]
+    granted = await browser.post(
+        f"{base_url}/identity/o/authorize",
+        content=urlencode([*data, ("action", "grant")]),
+        headers={"Referer": str(page.url), "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert granted.status_code == 302, granted.text
+    seen["redirect"] = granted.headers["location"]
+
+
+def _callback_handler(seen):
+    async def callback_handler():
+        query = parse_qs(urlsplit(seen["redirect"]).query)
+        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
+
+    return callback_handler
+
+
 def _browser(base_url, session_cookie, *, untick=()):
     """The person's browser, signed in: opens the authorization URL and consents."""
     seen = {}
@@ -66,32 +104,9 @@ def _browser(base_url, session_cookie, *, untick=()):
     async def redirect_handler(url):
         seen["authorize"] = url
         async with httpx2.AsyncClient(cookies={"sessionid": session_cookie}) as browser:
-            page = await browser.get(url, follow_redirects=True)
-            assert page.status_code == 200, page.text
-            form = _Form()
-            form.feed(page.text)
-            data = [
-                (field["name"], field.get("value", ""))
-                for field in form.fields
-                if field.get("type") != "checkbox" or field["value"] not in untick
-            ]
-            seen["scopes"] = [f["value"] for f in form.fields if f.get("type") == "checkbox"]
-            granted = await browser.post(
-                f"{base_url}/identity/o/authorize",
-                content=urlencode([*data, ("action", "grant")]),
-                headers={
-                    "Referer": str(page.url),
-                    "Content-Type": "application/x-www-form-urlencoded",
-                },
-            )
-        assert granted.status_code == 302, granted.text
-        seen["redirect"] = granted.headers["location"]
+            await _consent(browser, url, base_url, seen, untick=untick)
 
-    async def callback_handler():
-        query = parse_qs(urlsplit(seen["redirect"]).query)
-        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
-
-    return redirect_handler, callback_handler, seen
+    return redirect_handler, _callback_handler(seen), seen
 
 
 def _signed_in(user):
@@ -225,3 +240,95 @@ def test_without_a_signing_key_oauth_is_off_and_only_keys_work(base_url, world, 
     assert refused.status_code == 401
     assert refused.headers["www-authenticate"] == "Bearer"
     assert _list_tools(base_url, world["key"]).status_code == 200
+
+
+async def _post_form(browser, page, fields):
+    """Submit the page's form with these fields (and its CSRF token), as a browser would."""
+    form = _Form()
+    form.feed(page.text)
+    data = {f["name"]: f.get("value", "") for f in form.fields if f.get("type") == "hidden"}
+    return await browser.post(
+        str(page.url),
+        content=urlencode({**data, **fields}),
+        headers={"Referer": str(page.url), "Content-Type": "application/x-www-form-urlencoded"},
+    )
+
+
+def _browser_with_two_factor(base_url, email, password, totp_secret):
+    """A browser not signed in: the authorization URL sends it to the dashboard's login page,
+    which asks for the password, then the authenticator code, then comes back to consent."""
+    seen = {}
+
+    async def redirect_handler(url):
+        seen["authorize"] = url
+        async with httpx2.AsyncClient() as browser:
+            login = await browser.get(url, follow_redirects=True)
+            seen["login_page"] = urlsplit(str(login.url)).path
+            password_step = await _post_form(browser, login, {"login": email, "password": password})
+            seen["after_password"] = password_step.headers.get("location")
+            # Signed in halfway: the authorization endpoint still sends the browser to log in.
+            halfway = await browser.get(url)
+            seen["authorize_before_code"] = halfway.headers.get("location", "")
+            two_factor = await browser.get(f"{base_url}{seen['after_password']}")
+            # A code lives for one 30-second period; one crossing a boundary gets a second try.
+            for _ in range(2):
+                code = format_hotp_value(
+                    hotp_value(totp_secret, next(yield_hotp_counters_from_time()))
+                )
+                code_step = await _post_form(browser, two_factor, {"code": code})
+                if code_step.status_code == 302:
+                    break
+            assert code_step.status_code == 302, code_step.text
+            seen["after_code"] = code_step.headers["location"]
+            await _consent(browser, f"{base_url}{seen['after_code']}", base_url, seen)
+
+    return redirect_handler, _callback_handler(seen), seen
+
+
+def test_a_person_with_an_authenticator_app_passes_its_code_before_consenting(
+    base_url, world, embedder
+):
+    alice = world["alice"]
+    EmailAddress.objects.update_or_create(
+        user=alice, email=alice.email, defaults={"verified": True, "primary": True}
+    )
+    secret = generate_totp_secret()
+    Authenticator.objects.create(
+        user=alice, type=Authenticator.Type.TOTP, data={"secret": MFAAdapter().encrypt(secret)}
+    )
+    factories.make_memory(alice, factories.mode_of(alice), "Lives in Lyon", embedder=embedder)
+    redirect_handler, callback_handler, seen = _browser_with_two_factor(
+        base_url, alice.email, "correct horse battery staple", secret
+    )
+    provider = OAuthClientProvider(
+        server_url=f"{base_url}/mcp",
+        client_metadata=OAuthClientMetadata(
+            client_name="Phone assistant",
+            redirect_uris=[REDIRECT_URI],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+            scope="mode:personal mode:work",
+        ),
+        storage=_Memory(),
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+
+    async def run():
+        async with httpx2.AsyncClient(auth=provider, timeout=120) as http:
+            transport = streamable_http_client(f"{base_url}/mcp", http_client=http)
+            async with Client(transport, read_timeout_seconds=60) as client:
+                return await client.call_tool("get_profile", {"user": "me"})
+
+    profile = anyio.run(run)
+
+    assert seen["login_page"] == "/accounts/login/"
+    assert seen["after_password"] == "/accounts/2fa/authenticate/"
+    assert seen["authorize_before_code"].startswith("/accounts/login/")
+    assert seen["after_code"].startswith("/identity/o/authorize?")
+    assert sorted(seen["scopes"]) == ["mode:personal", "mode:work"]
+    assert [m["content"] for m in structured(profile)["facts"]] == ["Lives in Lyon"]
+    (grant_key,) = ApiKey.objects.filter(user=alice, name__startswith="OAuth: Phone assistant")
+    entry = AuditEntry.objects.filter(action="profile.read").order_by("-id").first()
+    assert (entry.channel, entry.actor_id) == ("mcp", f"personal-key:{grant_key.pk}")

@@ -1,4 +1,5 @@
-"""Typed sync and async clients for the MemoryHub agent API."""
+"""Typed sync and async clients for the MemoryHub agent API; answers are the TypedDicts of
+`memoryhub_client.responses`, generated from the OpenAPI schema."""
 
 from .aio import AsyncMemoryHub
 from .errors import (

@@ -3,19 +3,39 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import TracebackType
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import httpx
 
+from . import operations
 from .errors import TransportError
-from .operations import DEFAULT_MODE, JSON, Call, Kind, Operations
+from .operations import DEFAULT_MODE, Call, Kind, as_method
+from .responses import MemoryOut
 from .retry import RetryPolicy
 from .transport import api_root, headers_for, result_of, wait_before_retry
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-class AsyncMemoryHub(Operations[Awaitable[JSON]]):
-    """Every API operation as an awaitable returning the answer's JSON; errors raise ApiError.
+
+def _sends(
+    build: Callable[P, Call[R]],
+) -> Callable[Concatenate[AsyncMemoryHub, P], Coroutine[Any, Any, R]]:
+    """A coroutine method taking `build`'s parameters that sends its call and returns the
+    typed answer."""
+
+    async def method(self: AsyncMemoryHub, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await self._send(build(*args, **kwargs))
+
+    as_method(method, build)
+    return method
+
+
+class AsyncMemoryHub:
+    """Every API operation as a coroutine returning the answer (a TypedDict of
+    `memoryhub_client.responses`); errors raise ApiError.
 
     async with AsyncMemoryHub("http://127.0.0.1:8000", key="mh_…") as hub:
         await hub.remember("alice", "Allergic to peanuts", kind="fact")
@@ -40,10 +60,67 @@ class AsyncMemoryHub(Operations[Awaitable[JSON]]):
             transport=transport,
         )
 
-    def _send(self, call: Call) -> Awaitable[JSON]:
-        return self._send_with_retries(call)
+    # Users
+    create_user = _sends(operations.create_user)
+    get_user = _sends(operations.get_user)
+    create_user_link = _sends(operations.create_user_link)
 
-    async def _send_with_retries(self, call: Call) -> JSON:
+    # Memories
+    remember = _sends(operations.remember)
+    remember_many = _sends(operations.remember_many)
+    list_memories = _sends(operations.list_memories)
+    get_memory = _sends(operations.get_memory)
+    memory_history = _sends(operations.memory_history)
+    export = _sends(operations.export)
+    edit_memory = _sends(operations.edit_memory)
+    delete_memory = _sends(operations.delete_memory)
+    forget = _sends(operations.forget)
+    get_forget_task = _sends(operations.get_forget_task)
+
+    # Journal
+    add_journal_entry = _sends(operations.add_journal_entry)
+    list_journal = _sends(operations.list_journal)
+    resolve_journal_entry = _sends(operations.resolve_journal_entry)
+
+    # Profile
+    get_profile = _sends(operations.get_profile)
+    list_open_items = _sends(operations.list_open_items)
+
+    # Sessions
+    start_session = _sends(operations.start_session)
+    add_message = _sends(operations.add_message)
+    end_session = _sends(operations.end_session)
+    put_working_memory = _sends(operations.put_working_memory)
+    get_working_memory = _sends(operations.get_working_memory)
+
+    # Recall
+    search = _sends(operations.search)
+    get_context = _sends(operations.get_context)
+
+    # Answers and the workspace graph
+    report_answer = _sends(operations.report_answer)
+    answer_feedback = _sends(operations.answer_feedback)
+    propose_knowledge = _sends(operations.propose_knowledge)
+    graph_insights = _sends(operations.graph_insights)
+
+    # Webhooks (the agent's workspace)
+    list_webhooks = _sends(operations.list_webhooks)
+    create_webhook = _sends(operations.create_webhook)
+    rotate_webhook_secret = _sends(operations.rotate_webhook_secret)
+    disable_webhook = _sends(operations.disable_webhook)
+    enable_webhook = _sends(operations.enable_webhook)
+    list_webhook_deliveries = _sends(operations.list_webhook_deliveries)
+    replay_webhook_delivery = _sends(operations.replay_webhook_delivery)
+
+    # Review (a reviewer key, minted on the review pages)
+    list_review_candidates = _sends(operations.list_review_candidates)
+    get_review_candidate = _sends(operations.get_review_candidate)
+    approve_candidate = _sends(operations.approve_candidate)
+    reject_candidate = _sends(operations.reject_candidate)
+    answer_for_user = _sends(operations.answer_for_user)
+    leave_to_user = _sends(operations.leave_to_user)
+
+    async def _send(self, call: Call[R]) -> R:
         attempt = 0
         while True:
             attempt += 1
@@ -58,7 +135,8 @@ class AsyncMemoryHub(Operations[Awaitable[JSON]]):
             else:
                 wait = wait_before_retry(response, attempt, self.retry)
                 if wait is None:
-                    return result_of(response)
+                    # The server's answer to this operation, as its schema says (checked in tests).
+                    return cast(R, result_of(response))
             await self._sleep(wait)
 
     async def iter_memories(
@@ -69,7 +147,7 @@ class AsyncMemoryHub(Operations[Awaitable[JSON]]):
         kind: Kind | None = None,
         status: str | None = None,
         page_size: int = 50,
-    ) -> AsyncIterator[JSON]:
+    ) -> AsyncIterator[MemoryOut]:
         """Every memory, newest first, fetching pages as the iteration goes."""
         cursor: str | None = None
         while True:
@@ -78,7 +156,7 @@ class AsyncMemoryHub(Operations[Awaitable[JSON]]):
             )
             for item in page["items"]:
                 yield item
-            cursor = page.get("next_cursor")
+            cursor = page["next_cursor"]
             if not cursor:
                 return
 

@@ -7,7 +7,6 @@ from typing import Any
 import httpx
 
 from .errors import ApiError, error_for
-from .operations import JSON
 from .retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 
 API_PREFIX = "/api/v1"
@@ -24,7 +23,7 @@ def headers_for(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}", "User-Agent": USER_AGENT}
 
 
-def result_of(response: httpx.Response) -> JSON:
+def result_of(response: httpx.Response) -> Any:
     """The JSON of a success; raises the ApiError subclass for an error answer."""
     if response.is_success:
         return response.json() if response.content else {}
@@ -45,8 +44,12 @@ def wait_before_retry(response: httpx.Response, attempt: int, policy: RetryPolic
     """Seconds to wait before trying again after this answer, or None to return/raise it.
 
     429 and 503 are answered before (or instead of) doing the work, so every operation may be
-    retried after them; Retry-After is honoured as sent.
+    retried after them; Retry-After is honoured as sent. A 429 without it (`quota_exceeded`: a
+    quota does not pass in seconds) is raised at once.
     """
     if response.status_code not in RETRY_STATUSES:
         return None
-    return policy.delay(attempt, parse_retry_after(response.headers.get("Retry-After")))
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    if response.status_code == 429 and retry_after is None:
+        return None
+    return policy.delay(attempt, retry_after)

@@ -94,7 +94,8 @@ export interface MemoryHubOptions {
 }
 
 /** Fetch that retries 429 and 503 after Retry-After (or backoff), and repeatable requests after
- * a broken connection. 429 and 503 are answered before or instead of doing the work. */
+ * a broken connection. 429 and 503 are answered before or instead of doing the work; a 429
+ * without Retry-After (a quota reached) does not pass in seconds and is not retried. */
 function retryingFetch(
   policy: RetryPolicy,
   sleep: (seconds: number) => Promise<void>,
@@ -106,7 +107,9 @@ function retryingFetch(
       try {
         const response = await send(request.clone());
         if (!RETRY_STATUSES.has(response.status)) return response;
-        wait = retryDelay(policy, attempt, parseRetryAfter(response.headers.get("Retry-After")));
+        const retryAfter = parseRetryAfter(response.headers.get("Retry-After"));
+        if (response.status === 429 && retryAfter === null) return response;
+        wait = retryDelay(policy, attempt, retryAfter);
         if (wait === null) return response;
         await response.body?.cancel();
       } catch (error) {

@@ -11,6 +11,7 @@ import {
   NotFoundError,
   OPERATIONS,
   PermissionDeniedError,
+  RateLimitedError,
   TransportError,
 } from "../dist/index.js";
 
@@ -125,4 +126,33 @@ test("a memory write whose answer was lost is retried with its generated key", l
   assert.match(lost.idempotency_key, /^mhc-/);
   // Without a key the client cannot know whether the server did it: it says so, no retry.
   await assert.rejects(hub.startSession({ user: "ts-3" }), TransportError);
+});
+
+test("a 429 is retried after its Retry-After, a quota reached (no Retry-After) is not", async () => {
+  const answers = [
+    [429, { detail: "slow down", code: "rate_limited" }, { "Retry-After": "2" }],
+    [200, { facts: [], preferences: [], procedures: [] }, {}],
+    [429, { detail: "MEMORYHUB_QUOTA_MEMORIES_PER_USER reached", code: "quota_exceeded" }, {}],
+  ];
+  const waits = [];
+  let calls = 0;
+  const hub = new MemoryHub({
+    baseUrl: "http://127.0.0.1:9",
+    key: "mh_test",
+    sleep: async (seconds) => waits.push(seconds),
+    fetch: async () => {
+      const [status, body, headers] = answers[calls++];
+      return new Response(JSON.stringify(body), {
+        status,
+        headers: { "Content-Type": "application/json", ...headers },
+      });
+    },
+  });
+  assert.deepEqual((await hub.getProfile({ user: "u-1" })).facts, []);
+  assert.deepEqual(waits, [2]);
+  await assert.rejects(
+    hub.remember({ user: "u-1", kind: "fact", content: "One too many" }),
+    (error) => error instanceof RateLimitedError && error.code === "quota_exceeded",
+  );
+  assert.equal(calls, 3);
 });
