@@ -18,7 +18,18 @@ from memoryhub.body_limit import TOO_LARGE_CODE, body_limit
 from memoryhub.errors import MemoryHubError, RateLimitedError
 from memoryhub.unavailable import UNAVAILABLE_CODE, UNAVAILABLE_DETAIL, log_unavailable
 
-from . import answers, graph, journal, memories, profile, recall, sessions, users, webhooks
+from . import (
+    answers,
+    graph,
+    imports,
+    journal,
+    memories,
+    profile,
+    recall,
+    sessions,
+    users,
+    webhooks,
+)
 from .auth import ApiKeyAuth
 
 logger = logging.getLogger(__name__)
@@ -154,3 +165,4 @@ api.add_router("/", recall.router)
 api.add_router("/", answers.router)
 api.add_router("/", graph.router)
 api.add_router("/", webhooks.router)
+api.add_router("/", imports.router)

@@ -11,6 +11,7 @@ from .graph import (
     WorkspaceNodeType,
 )
 from .idempotency import IdempotentWrite
+from .imports import ImportedItem, ImportFormat, ImportJob
 from .journal import JournalEntry
 from .knowledge import (
     AnswerRecord,
@@ -68,6 +69,9 @@ __all__ = [
     "GraphMaintenanceRun",
     "GraphNode",
     "IdempotentWrite",
+    "ImportFormat",
+    "ImportJob",
+    "ImportedItem",
     "Importance",
     "JournalEntry",
     "KnowledgeChunk",
