@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from django.core.files.uploadedfile import UploadedFile
+from ninja.files import UploadedFile
 from django.http import HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from pydantic import Field

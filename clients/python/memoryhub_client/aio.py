@@ -49,7 +49,11 @@ class AsyncMemoryHub(Operations[Awaitable[JSON]]):
             attempt += 1
             try:
                 response = await self._http.request(
-                    call.method, call.path, params=call.query, json=call.body
+                    call.method,
+                    call.path,
+                    params=call.query,
+                    json=call.body if call.files is None else None,
+                    files=call.files,
                 )
             except httpx.TransportError as exc:
                 wait = self.retry.delay(attempt, None) if call.is_repeatable else None

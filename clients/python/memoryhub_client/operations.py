@@ -57,6 +57,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "enable_webhook": ("POST", "/webhooks/{webhook_id}/enable"),
     "list_webhook_deliveries": ("GET", "/webhooks/{webhook_id}/deliveries"),
     "replay_webhook_delivery": ("POST", "/webhooks/deliveries/{delivery_id}/replay"),
+    "import_file": ("POST", "/imports"),
+    "get_import": ("GET", "/imports/{import_id}"),
+    "keep_imported": ("POST", "/imports/{import_id}/keep"),
+    "discard_imported": ("POST", "/imports/{import_id}/discard"),
 }
 # Writes that are safe to send twice as they are: the server treats a repeat as the same call.
 IDEMPOTENT_WRITES = frozenset(
@@ -75,6 +79,8 @@ class Call:
     body: Any = None
     # True when sending it twice does no harm, so a broken connection may be retried too.
     is_repeatable: bool = False
+    # Multipart files ({field: (filename, bytes, content type)}), sent instead of a JSON body.
+    files: dict[str, tuple[str, bytes, str]] | None = None
 
 
 def _present(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -103,12 +109,15 @@ class Operations(Generic[T]):
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         is_repeatable: bool | None = None,
+        files: dict[str, tuple[str, bytes, str]] | None = None,
     ) -> T:
         method, template = OPERATIONS[operation]
         url = template.format(**{name: str(value) for name, value in (path or {}).items()})
         if is_repeatable is None:
             is_repeatable = method == "GET" or operation in IDEMPOTENT_WRITES
-        return self._send(Call(operation, method, url, _present(query or {}), body, is_repeatable))
+        return self._send(
+            Call(operation, method, url, _present(query or {}), body, is_repeatable, files)
+        )
 
     # Users
 
@@ -469,3 +478,55 @@ class Operations(Generic[T]):
     def replay_webhook_delivery(self, delivery_id: int) -> T:
         """Send a failed or dead delivery again, with the same webhook-id."""
         return self._call("replay_webhook_delivery", path={"delivery_id": delivery_id})
+
+    # Imports
+
+    def import_file(
+        self,
+        file: bytes,
+        *,
+        user: str | None = None,
+        mode: str = DEFAULT_MODE,
+        format: str | None = None,  # noqa: A002 - the API's parameter name.
+        trust: bool = False,
+    ) -> T:
+        """Upload a file to import (MemoryHub export, Mem0, ChatGPT or Claude conversations.json).
+
+        The same file twice is the same import: it is safe to send again.
+        """
+        return self._call(
+            "import_file",
+            query={"user": user, "mode": mode, "format": format, "trust": trust},
+            files={"file": ("import.json", file, "application/json")},
+            is_repeatable=True,
+        )
+
+    def get_import(self, import_id: str, *, user: str | None = None, mode: str = DEFAULT_MODE) -> T:
+        """An import's progress and receipt (counts by kind, items skipped and why)."""
+        return self._call(
+            "get_import", path={"import_id": import_id}, query={"user": user, "mode": mode}
+        )
+
+    def keep_imported(
+        self,
+        import_id: str,
+        *,
+        user: str | None = None,
+        mode: str = DEFAULT_MODE,
+        memory_ids: Sequence[str] | None = None,
+    ) -> T:
+        """Keep the import's memories waiting for review: all, or the ones named."""
+        body = {"user": user, "mode": mode, "memory_ids": list(memory_ids) if memory_ids else None}
+        return self._call("keep_imported", path={"import_id": import_id}, body=_present(body))
+
+    def discard_imported(
+        self,
+        import_id: str,
+        *,
+        user: str | None = None,
+        mode: str = DEFAULT_MODE,
+        memory_ids: Sequence[str] | None = None,
+    ) -> T:
+        """Delete the import's memories waiting for review: all, or the ones named."""
+        body = {"user": user, "mode": mode, "memory_ids": list(memory_ids) if memory_ids else None}
+        return self._call("discard_imported", path={"import_id": import_id}, body=_present(body))
