@@ -265,7 +265,11 @@ class ImportForm(forms.Form):
 
 class ImportReviewForm(forms.Form):
     action = forms.ChoiceField(
-        choices=[("keep_all", "Keep all"), ("keep_selected", "Keep selected"), ("discard", "Discard")]
+        choices=[
+            ("keep_all", "Keep all"),
+            ("keep_selected", "Keep selected"),
+            ("discard", "Discard"),
+        ]
     )
     memory_ids = forms.TypedMultipleChoiceField(choices=[], required=False, coerce=str)
 

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from ninja.files import UploadedFile
 from django.http import HttpRequest
 from ninja import File, Query, Router, Schema, Status
+from ninja.files import UploadedFile
 from pydantic import Field
 
 from memoryhub.errors import NotFoundError, PermissionDeniedError

@@ -25,6 +25,7 @@ from .records import (
     VersionRecord,
 )
 
+
 class Readable(Protocol):
     """A binary stream ijson can read, closed by `with` (a file, or a sealed upload)."""
 
@@ -140,7 +141,7 @@ def detect_format(opener: Opener) -> str:
                 return ImportFormat.MEM0
         if prefix in ("item", "results.item") and event == "map_key":
             item_keys.add(value)
-        if prefix == "item" and event == "end_map" or count > DETECTION_EVENTS:
+        if (prefix == "item" and event == "end_map") or count > DETECTION_EVENTS:
             break
     if "mapping" in item_keys:
         return ImportFormat.CHATGPT
@@ -379,7 +380,7 @@ def _chatgpt_conversation(raw: Any, where: str) -> Record:
         if not isinstance(message, dict):
             continue
         author = message.get("author")
-        role = _CHATGPT_ROLES.get(author.get("role")) if isinstance(author, dict) else None
+        role = _CHATGPT_ROLES.get(str(author.get("role"))) if isinstance(author, dict) else None
         text = _chatgpt_text(message)
         if role is None or not text:  # System prompts, tool calls, images only.
             continue
@@ -411,7 +412,7 @@ def _claude_conversation(raw: Any, where: str) -> Record:
     messages = []
     for index, raw_message in enumerate(chat):
         message = _require(raw_message, f"{label}, message {index}")
-        role = _CLAUDE_SENDERS.get(message.get("sender"))
+        role = _CLAUDE_SENDERS.get(str(message.get("sender")))
         text = message.get("text")
         if not isinstance(text, str) or not text.strip():
             blocks = message.get("content")
@@ -439,9 +440,7 @@ def _claude_conversation(raw: Any, where: str) -> Record:
     )
 
 
-def _read_conversations(
-    opener: Opener, read_one: Callable[[Any, str], Record]
-) -> Iterator[Record]:
+def _read_conversations(opener: Opener, read_one: Callable[[Any, str], Record]) -> Iterator[Record]:
     for index, (_, value) in enumerate(_objects_at(_events(opener), frozenset({"item"}))):
         yield read_one(value, f"conversation {index}")
 

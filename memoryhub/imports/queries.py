@@ -17,9 +17,9 @@ RECENT_IMPORTS = 20
 def recent_imports(*, user: User) -> list[ImportJob]:
     """The user's latest imports, newest first (receipts only: no memory text)."""
     return list(
-        ImportJob.objects.filter(user=user).select_related("mode").order_by("-created_at")[
-            :RECENT_IMPORTS
-        ]
+        ImportJob.objects.filter(user=user)
+        .select_related("mode")
+        .order_by("-created_at")[:RECENT_IMPORTS]
     )
 
 

@@ -26,8 +26,8 @@ from memoryhub.errors import (
 from memoryhub.keyring import cipher_for
 from memoryhub.models import (
     ActorType,
-    AgentBlock,
     Agent,
+    AgentBlock,
     Channel,
     Confidence,
     ImportedItem,
@@ -117,6 +117,7 @@ def start_import(
     job_id = uuid4()
     upload = seal_upload(chunks, name=job_id, limit=settings.MEMORYHUB_MAX_IMPORT_BYTES)
     try:
+
         def opener() -> SealedReader:
             return SealedReader(upload.path, upload.key)
 
@@ -180,7 +181,7 @@ def _batches(records: Iterator[Record], start: int) -> Iterator[tuple[int, list[
     """Batches of records after the first `start`, each with the position it ends at."""
     batch: list[Record] = []
     position = 0
-    for position, record in enumerate(records, start=1):  # noqa: B007 - read after the loop.
+    for position, record in enumerate(records, start=1):
         if position <= start:
             continue
         batch.append(record)
@@ -203,7 +204,9 @@ def _mode_for(job: ImportJob, slug: str | None, modes: dict[str, Mode]) -> Mode 
     return modes[slug]
 
 
-def _write_batch(job: ImportJob, batch: list[Record], embedder: Embedder, report: BatchReport) -> None:
+def _write_batch(
+    job: ImportJob, batch: list[Record], embedder: Embedder, report: BatchReport
+) -> None:
     cipher = cipher_for(job.user)
     actor = _actor_of(job)
     modes: dict[str, Mode] = {}
@@ -328,10 +331,9 @@ def undo_import(*, job: ImportJob) -> None:
     by_mode: dict[int, list[UUID]] = {}
     for mode_id, memory_id in items.exclude(memory=None).values_list("mode_id", "memory_id"):
         by_mode.setdefault(mode_id, []).append(memory_id)
-    for mode_id, memory_id in (
-        Memory.all_owners.filter(user=job.user, session_id__in=session_ids)
-        .values_list("mode_id", "id")
-    ):
+    for mode_id, memory_id in Memory.all_owners.filter(
+        user=job.user, session_id__in=session_ids
+    ).values_list("mode_id", "id"):
         by_mode.setdefault(mode_id, []).append(memory_id)
     for mode in Mode.objects.filter(pk__in=list(by_mode)):
         delete_memories(
@@ -391,7 +393,10 @@ def discard_imported(
         by_mode.setdefault(memory.mode_id, (memory.mode, []))[1].append(memory.pk)
     return sum(
         delete_memories(
-            user=job.user, mode=mode, memory_ids=ids, actor=actor,
+            user=job.user,
+            mode=mode,
+            memory_ids=ids,
+            actor=actor,
             action=AuditAction.MEMORY_REJECT,
         )
         for mode, ids in by_mode.values()

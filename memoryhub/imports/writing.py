@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from dataclasses import dataclass, field
 from uuid import UUID, uuid4
 
@@ -39,6 +40,7 @@ from memoryhub.services.write_checks import check_content
 
 from .records import MemoryRecord, SessionRecord, SkippedRecord, VersionRecord
 
+
 @dataclass
 class BatchReport:
     """What one batch wrote: counts by kind, and the items skipped with their reason."""
@@ -64,8 +66,11 @@ def _message_text(
     text_str = text.decode("utf-8", "ignore").strip()
     if not text_str:
         report.skipped.append(
-            SkippedRecord(key=f"{record.key}#{seq}", label=f"{record.label}, message {seq}",
-                          reason="empty message")
+            SkippedRecord(
+                key=f"{record.key}#{seq}",
+                label=f"{record.label}, message {seq}",
+                reason="empty message",
+            )
         )
         return None
     if len(content.encode("utf-8", "replace")) > limit:
@@ -111,7 +116,9 @@ def write_sessions(
             ended_at=max(ended, started),
             end_reason="import",
             extraction_status=(
-                Session.ExtractionStatus.QUEUED if is_extracted else Session.ExtractionStatus.SKIPPED
+                Session.ExtractionStatus.QUEUED
+                if is_extracted
+                else Session.ExtractionStatus.SKIPPED
             ),
         )
         messages = []
@@ -143,8 +150,7 @@ def write_sessions(
         report.count("message", len(messages))
         created.append(session.pk)
         if is_extracted:
-            session_id = session.pk
-            transaction.on_commit(lambda session_id=session_id: enqueue_extraction(session_id))
+            transaction.on_commit(partial(enqueue_extraction, session.pk))
     if created:
         note_write(job.user_id)
         record_access(

@@ -8,7 +8,7 @@ from memoryhub.audit.log import subject_pseudonym
 from memoryhub.models import AgentBlock, AuditEntry, ImportJob, Memory
 from memoryhub.services.agents import create_personal_key
 from tests import factories
-from tests.imports.conftest import as_bytes, committed, eager, mem0_memories  # noqa: F401
+from tests.imports.files import as_bytes, committed, mem0_memories
 
 API = "/api/v1"
 
@@ -24,7 +24,7 @@ def _upload(client, key, data: bytes, **params):
 
 
 def test_an_agent_imports_mem0_memories_for_review(client, user, agent_and_key, eager):
-    agent, key = agent_and_key
+    _, key = agent_and_key
     response = _upload(client, key, as_bytes(mem0_memories()), user=user.external_id)
     assert response.status_code == 202, response.json()
     started = response.json()
@@ -52,7 +52,9 @@ def test_the_user_keeps_some_and_discards_the_rest_over_the_api(client, user, ea
     key = create_personal_key(user=user, name="cli").raw_key
     job_id = _upload(client, key, as_bytes(mem0_memories())).json()["id"]
     headers = {"Authorization": f"Bearer {key}"}
-    waiting = list(Memory.all_owners.filter(user=user).order_by("created_at").values_list("pk", flat=True))
+    waiting = list(
+        Memory.all_owners.filter(user=user).order_by("created_at").values_list("pk", flat=True)
+    )
     kept = client.post(
         f"{API}/imports/{job_id}/keep",
         {"memory_ids": [str(waiting[0])]},
@@ -139,7 +141,7 @@ def test_another_users_import_does_not_exist(client, user, other_user, agent_and
     stranger = create_personal_key(user=other_user, name="cli").raw_key
     headers = {"Authorization": f"Bearer {stranger}"}
     assert client.get(f"{API}/imports/{job_id}", headers=headers).status_code == 404
-    other_agent, other_key = factories.make_agent(user.workspace, "other")
+    _, other_key = factories.make_agent(user.workspace, "other")
     response = client.get(
         f"{API}/imports/{job_id}",
         {"user": user.external_id},

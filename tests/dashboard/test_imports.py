@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memoryhub.models import ImportJob, Memory
-from tests.imports.conftest import as_bytes, committed, eager, mem0_memories  # noqa: F401
+from tests.imports.files import as_bytes, committed, mem0_memories
 
 
 def _upload(client, personal, data: bytes, **fields):
@@ -34,14 +34,16 @@ def test_a_running_import_polls_its_progress_fragment(signed_in, user, personal,
     job = ImportJob.objects.get(user=user)
     fragment = signed_in.get(f"/dashboard/imports/{job.pk}/", headers={"HX-Request": "true"})
     body = fragment.content.decode()
-    assert fragment.status_code == 200 and body.lstrip().startswith(f'<section id="import-{job.pk}"')
+    assert fragment.status_code == 200 and body.lstrip().startswith(
+        f'<section id="import-{job.pk}"'
+    )
     assert 'hx-trigger="every 2s"' in body and "<progress" in body and "0 of 3 items" in body
 
 
 def test_keep_selected_then_discard_the_rest(signed_in, user, personal, embedder, eager):
     _upload(signed_in, personal, as_bytes(mem0_memories()))
     job = ImportJob.objects.get(user=user)
-    first, second = Memory.all_owners.filter(user=user).order_by("created_at")
+    first, _ = Memory.all_owners.filter(user=user).order_by("created_at")
     url = f"/dashboard/imports/{job.pk}/review/"
     signed_in.post(url, {"action": "keep_selected", "memory_ids": [str(first.pk)]})
     first.refresh_from_db()
@@ -60,10 +62,10 @@ def test_keep_all(signed_in, user, personal, embedder, eager):
 def test_keep_selected_without_a_choice_is_a_form_error(signed_in, user, personal, embedder, eager):
     _upload(signed_in, personal, as_bytes(mem0_memories()))
     job = ImportJob.objects.get(user=user)
-    response = signed_in.post(
-        f"/dashboard/imports/{job.pk}/review/", {"action": "keep_selected"}
+    response = signed_in.post(f"/dashboard/imports/{job.pk}/review/", {"action": "keep_selected"})
+    assert (
+        response.status_code == 422 and "Choose the memories to keep." in response.content.decode()
     )
-    assert response.status_code == 422 and "Choose the memories to keep." in response.content.decode()
 
 
 def test_a_malformed_file_is_a_form_error_naming_the_line(signed_in, user, personal, eager):
@@ -86,7 +88,10 @@ def test_another_users_import_is_not_found(client, user, other_user, personal, e
     job = ImportJob.objects.get(user=user)
     client.force_login(other_user)
     assert client.get(f"/dashboard/imports/{job.pk}/").status_code == 404
-    assert client.post(f"/dashboard/imports/{job.pk}/review/", {"action": "discard"}).status_code == 404
+    assert (
+        client.post(f"/dashboard/imports/{job.pk}/review/", {"action": "discard"}).status_code
+        == 404
+    )
     assert Memory.all_owners.filter(user=user).count() == 2
 
 

@@ -26,7 +26,13 @@ from memoryhub.services import sessions
 from memoryhub.services.memories import edit_memory
 from tests import factories
 
-from .conftest import as_bytes, committed, chatgpt_conversations, claude_conversations, mem0_memories
+from .files import (
+    as_bytes,
+    chatgpt_conversations,
+    claude_conversations,
+    committed,
+    mem0_memories,
+)
 
 
 def _import(user, data: bytes, *, trust=False, file_format=None, actor=None):
@@ -113,15 +119,27 @@ def test_an_export_imported_into_a_fresh_user_gives_the_same_memories(
     )
     # What an extraction of the session would have recorded as the memory's provenance.
     Memory.all_owners.filter(pk=lyon.pk).update(session=session)
-    edited = factories.make_memory(user, personal, "Likes tea", kind="preference", embedder=embedder)
+    edited = factories.make_memory(
+        user, personal, "Likes tea", kind="preference", embedder=embedder
+    )
     edit_memory(
-        user=user, mode=personal, memory_id=edited.pk, actor=actor, embedder=embedder,
+        user=user,
+        mode=personal,
+        memory_id=edited.pk,
+        actor=actor,
+        embedder=embedder,
         content="Likes green tea",
     )
     factories.make_memory(
-        user, work, "Maybe plays chess", embedder=embedder, confidence="candidate",
-        status="candidate", source="extracted",
-        occurred_at=datetime(2024, 1, 2, tzinfo=UTC), created_at=datetime(2023, 5, 6, tzinfo=UTC),
+        user,
+        work,
+        "Maybe plays chess",
+        embedder=embedder,
+        confidence="candidate",
+        status="candidate",
+        source="extracted",
+        occurred_at=datetime(2024, 1, 2, tzinfo=UTC),
+        created_at=datetime(2023, 5, 6, tzinfo=UTC),
     )
     document = export_user_data(user=user, actor=actor)
     fresh = factories.make_user(workspace=workspace, external_id="fresh")
@@ -141,10 +159,14 @@ def test_importing_the_same_file_twice_changes_nothing(user, embedder, eager):
     before = _contents(user)
     second = _import(user, data, trust=True)
     assert second.pk == first.pk
-    assert _contents(user) == before == [
-        "Prefers window seats on flights",
-        "Works at a bakery in Nantes",
-    ]
+    assert (
+        _contents(user)
+        == before
+        == [
+            "Prefers window seats on flights",
+            "Works at a bakery in Nantes",
+        ]
+    )
     assert ImportJob.objects.filter(user=user).count() == 1
 
 
@@ -165,8 +187,9 @@ def test_mem0_memories_come_in_as_candidates_with_their_dates(user, embedder, ea
     job.refresh_from_db()
     assert job.format == "mem0" and job.status == "done"
     assert job.counts == {"preference": 1, "fact": 1}
-    assert job.skipped == [{"item": "memory 6f1b0c5e-0000-4000-8000-000000000003",
-                            "reason": "empty memory"}]
+    assert job.skipped == [
+        {"item": "memory 6f1b0c5e-0000-4000-8000-000000000003", "reason": "empty memory"}
+    ]
     cipher = cipher_for(user)
     items = {
         decrypt_memory(row, cipher).content: decrypt_memory(row, cipher)
@@ -174,7 +197,10 @@ def test_mem0_memories_come_in_as_candidates_with_their_dates(user, embedder, ea
     }
     seat = items["Prefers window seats on flights"]
     assert (seat.kind, seat.confidence, seat.status, seat.source) == (
-        "preference", "candidate", "candidate", "imported"
+        "preference",
+        "candidate",
+        "candidate",
+        "imported",
     )
     assert seat.created_at == datetime(2024, 7, 20, 8, 2, 3, 123456, tzinfo=UTC)
     assert seat.updated_at == datetime(2024, 7, 21, 8, 2, 3, 123456, tzinfo=UTC)
@@ -211,10 +237,17 @@ def test_chatgpt_conversations_become_past_sessions_and_are_extracted(user, embe
         for m in Message.objects.filter(session=session).order_by("seq")
     ]
     assert said == [
-        ("user", "I live in Lyon and I work as a nurse.", datetime.fromtimestamp(1_700_000_010, tz=UTC)),
+        (
+            "user",
+            "I live in Lyon and I work as a nurse.",
+            datetime.fromtimestamp(1_700_000_010, tz=UTC),
+        ),
         ("assistant", "Noted, how can I help?", datetime.fromtimestamp(1_700_000_020, tz=UTC)),
-        ("user", "Remember that I am allergic to peanuts.",
-         datetime.fromtimestamp(1_700_000_100, tz=UTC)),
+        (
+            "user",
+            "Remember that I am allergic to peanuts.",
+            datetime.fromtimestamp(1_700_000_100, tz=UTC),
+        ),
     ]
     # End-of-session extraction ran over it, as over a live session.
     session.refresh_from_db()
@@ -268,10 +301,16 @@ def test_an_interrupted_import_resumes_where_it_stopped(user, embedder, monkeypa
 @pytest.mark.parametrize(
     ("data", "code", "words"),
     [
-        (b'{"results": [\n{"id": "a", "memory": "x"},\n{"id": "b", "memory": @}\n]}',
-         "import_malformed", "line 3"),
-        (b'[{"title": "x", "mapping": {}}, {"title": "y", "mapping": 3}]',
-         "import_malformed", "conversation 1"),
+        (
+            b'{"results": [\n{"id": "a", "memory": "x"},\n{"id": "b", "memory": @}\n]}',
+            "import_malformed",
+            "line 3",
+        ),
+        (
+            b'[{"title": "x", "mapping": {}}, {"title": "y", "mapping": 3}]',
+            "import_malformed",
+            "conversation 1",
+        ),
         (b'{"hello": "world"}', "import_unrecognised", "none of the formats"),
         (b"", "import_unrecognised", "empty"),
         (b'[{"memory": "ok", "created_at": "yesterday"}]', "import_malformed", "item 0"),
@@ -368,7 +407,13 @@ def test_keep_selected_and_discard_the_rest(user, embedder, eager):
 def test_keeping_refuses_memories_outside_the_import(user, embedder, eager):
     job = _import(user, as_bytes(mem0_memories()))
     job.refresh_from_db()
-    other = factories.make_memory(user, factories.mode_of(user), "Not imported", embedder=embedder,
-                                  confidence="candidate", status="candidate")
+    other = factories.make_memory(
+        user,
+        factories.mode_of(user),
+        "Not imported",
+        embedder=embedder,
+        confidence="candidate",
+        status="candidate",
+    )
     with pytest.raises(imports.InvalidInputError):
         imports.keep_imported(job=job, actor=Actor.for_user(user.pk), memory_ids=[other.pk])

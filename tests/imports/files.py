@@ -1,21 +1,10 @@
-"""Fixtures for imports: files in the real shapes of each format (made-up content), run eagerly."""
+"""Import files in the real shapes of each format (made-up content), and commit callbacks run."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
 from django.test import TestCase
-
-from memoryhub.celery import app
-
-
-@pytest.fixture
-def eager():
-    """Queued tasks run at once (`committed` fires the commit callbacks that queue them)."""
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
 
 
 def committed():
@@ -50,12 +39,20 @@ def chatgpt_conversations() -> list[dict]:
         "mapping": {
             "root": node("root", None, ["sys"], None, "", None),
             "sys": node("sys", "root", ["u1"], "system", "You are helpful.", None),
-            "u1": node("u1", "sys", ["a1"], "user", "I live in Lyon and I work as a nurse.",
-                       1_700_000_010.0),
-            "a1": node("a1", "u1", ["u2", "u2b"], "assistant", "Noted, how can I help?",
-                       1_700_000_020.0),
-            "u2": node("u2", "a1", [], "user", "Remember that I am allergic to peanuts.",
-                       1_700_000_100.0),
+            "u1": node(
+                "u1",
+                "sys",
+                ["a1"],
+                "user",
+                "I live in Lyon and I work as a nurse.",
+                1_700_000_010.0,
+            ),
+            "a1": node(
+                "a1", "u1", ["u2", "u2b"], "assistant", "Noted, how can I help?", 1_700_000_020.0
+            ),
+            "u2": node(
+                "u2", "a1", [], "user", "Remember that I am allergic to peanuts.", 1_700_000_100.0
+            ),
             # An edited branch that is not the one shown: left out.
             "u2b": node("u2b", "a1", [], "user", "Something I took back.", 1_700_000_090.0),
         },
@@ -97,7 +94,9 @@ def claude_conversations() -> list[dict]:
                 {
                     "uuid": "m1",
                     "text": "My name is Camille and I grow tomatoes.",
-                    "content": [{"type": "text", "text": "My name is Camille and I grow tomatoes."}],
+                    "content": [
+                        {"type": "text", "text": "My name is Camille and I grow tomatoes."}
+                    ],
                     "sender": "human",
                     "created_at": "2024-03-02T09:00:10.000000Z",
                     "updated_at": "2024-03-02T09:00:10.000000Z",
