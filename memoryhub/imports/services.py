@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -348,11 +349,14 @@ def undo_import(*, job: ImportJob) -> None:
 
 
 def imported_candidates(*, job: ImportJob) -> list[UUID]:
-    """The memories of the import still waiting for the user's review."""
+    """The memories of the import still waiting for the user's review: its own, and what
+    extraction found in the conversations it brought."""
+    items = ImportedItem.objects.filter(job=job)
     return list(
         Memory.all_owners.filter(
+            Q(pk__in=items.exclude(memory=None).values("memory_id"))
+            | Q(session_id__in=items.exclude(session=None).values("session_id")),
             user=job.user,
-            pk__in=ImportedItem.objects.filter(job=job).exclude(memory=None).values("memory_id"),
             confidence=Confidence.CANDIDATE,
             status=MemoryStatus.CANDIDATE,
         )

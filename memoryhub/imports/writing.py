@@ -19,6 +19,8 @@ from memoryhub.errors import MemoryHubError
 from memoryhub.keyring import UserCipher
 from memoryhub.message_rows import seal_message
 from memoryhub.models import (
+    IMPORTED_END_REASON,
+    IMPORTED_FOR_REVIEW_END_REASON,
     Agent,
     Confidence,
     ImportedItem,
@@ -114,7 +116,7 @@ def write_sessions(
             started_at=started,
             last_activity_at=max(ended, started),
             ended_at=max(ended, started),
-            end_reason="import",
+            end_reason=(IMPORTED_END_REASON if job.is_trusted else IMPORTED_FOR_REVIEW_END_REASON),
             extraction_status=(
                 Session.ExtractionStatus.QUEUED
                 if is_extracted

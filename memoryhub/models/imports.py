@@ -13,6 +13,12 @@ from .sessions import Session
 from .workspaces import Agent, Mode, User
 
 
+# Session.end_reason of a conversation brought in by an import: what extraction finds in one the
+# user has not trusted waits for their review (services/evidence.py), as the import's own items do.
+IMPORTED_END_REASON = "import"
+IMPORTED_FOR_REVIEW_END_REASON = "import-review"
+
+
 class ImportFormat(models.TextChoices):
     MEMORYHUB = "memoryhub", "MemoryHub export"
     MEM0 = "mem0", "Mem0 memories"

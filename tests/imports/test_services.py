@@ -249,10 +249,23 @@ def test_chatgpt_conversations_become_past_sessions_and_are_extracted(user, embe
             datetime.fromtimestamp(1_700_000_100, tz=UTC),
         ),
     ]
-    # End-of-session extraction ran over it, as over a live session.
+    # End-of-session extraction ran over it, as over a live session; what it found waits for
+    # the user's review like the import's own items (the import was not trusted).
     session.refresh_from_db()
     assert session.extraction_status == "done"
+    found = Memory.all_owners.filter(user=user, session=session)
+    assert found.exists()
+    assert {(row.confidence, row.status) for row in found} == {("candidate", "candidate")}
     assert any("peanut" in text.lower() for text in _contents(user))
+    assert set(imports.imported_candidates(job=job)) == {row.pk for row in found}
+
+
+def test_a_trusted_conversation_import_is_extracted_on_the_ladder(user, embedder, eager):
+    _import(user, as_bytes(chatgpt_conversations()), trust=True)
+    session = Session.objects.get(user=user)
+    rows = Memory.all_owners.filter(user=user, session=session)
+    # "Remember that I am allergic to peanuts" is the user's explicit word: medium at once.
+    assert "medium" in {row.confidence for row in rows}
 
 
 def test_claude_conversations_become_past_sessions(user, embedder, eager):
