@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from uuid import UUID, uuid4
 
 from django.conf import settings

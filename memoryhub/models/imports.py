@@ -12,7 +12,6 @@ from .memories import Memory
 from .sessions import Session
 from .workspaces import Agent, Mode, User
 
-
 # Session.end_reason of a conversation brought in by an import: what extraction finds in one the
 # user has not trusted waits for their review (services/evidence.py), as the import's own items do.
 IMPORTED_END_REASON = "import"
