@@ -23,6 +23,7 @@ from memoryhub.models import (
 )
 from memoryhub.queries.export import export_user_data
 from memoryhub.services import sessions
+from memoryhub.services.forget import delete_account
 from memoryhub.services.memories import edit_memory
 from tests import factories
 
@@ -430,3 +431,16 @@ def test_keeping_refuses_memories_outside_the_import(user, embedder, eager):
     )
     with pytest.raises(imports.InvalidInputError):
         imports.keep_imported(job=job, actor=Actor.for_user(user.pk), memory_ids=[other.pk])
+
+
+def test_deleting_the_account_deletes_a_file_waiting_for_its_import(user, settings, tmp_path):
+    settings.MEMORYHUB_IMPORT_DIR = str(tmp_path)
+    job = _import(user, as_bytes(mem0_memories()))  # Not eager: the file waits for the task.
+    assert [path.name for path in tmp_path.iterdir()] == [f"{job.pk}.sealed"]
+    with committed():
+        delete_account(user=user, actor=Actor.for_user(user.pk))
+    assert list(tmp_path.iterdir()) == []
+    assert not ImportJob.objects.exists()
+    # The task, still queued, finds nothing to do.
+    with pytest.raises(imports.NotFoundError):
+        imports.run_import(job_id=job.pk, embedder=None)
