@@ -26,10 +26,44 @@ from typing import Any
 
 BENCH_EMAIL = "import-bench@example.com"
 BENCH_WORKSPACE = "import-bench"
-WORDS = (
-    "I live in Lyon and work as a nurse at the hospital near the river; my sister visits on "
-    "Sundays and we cook together. Could you help me plan a trip to the mountains next month?"
-).split()
+WORDS = [
+    "I",
+    "live",
+    "in",
+    "Lyon",
+    "and",
+    "work",
+    "as",
+    "a",
+    "nurse",
+    "at",
+    "the",
+    "hospital",
+    "near",
+    "the",
+    "river;",
+    "my",
+    "sister",
+    "visits",
+    "on",
+    "Sundays",
+    "and",
+    "we",
+    "cook",
+    "together.",
+    "Could",
+    "you",
+    "help",
+    "me",
+    "plan",
+    "a",
+    "trip",
+    "to",
+    "the",
+    "mountains",
+    "next",
+    "month?",
+]
 
 
 def _resident_mb() -> dict[str, float]:
@@ -43,7 +77,9 @@ def _resident_mb() -> dict[str, float]:
 
 def _conversation(number: int, turns: int) -> dict[str, Any]:
     start = 1_600_000_000.0 + number * 3600
-    mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    mapping: dict[str, Any] = {
+        "root": {"id": "root", "message": None, "parent": None, "children": []}
+    }
     parent = "root"
     for turn in range(turns):
         node_id = f"n{number}-{turn}"

@@ -236,9 +236,9 @@ def delete_account(*, user: User, actor: Actor) -> None:
         # An import file still waiting for its task: its key died with the user's; the
         # (sealed) file goes too once the deletion commits.
         waiting_files = list(
-            ImportJob.objects.filter(user=user).exclude(file_path="").values_list(
-                "file_path", flat=True
-            )
+            ImportJob.objects.filter(user=user)
+            .exclude(file_path="")
+            .values_list("file_path", flat=True)
         )
         transaction.on_commit(partial(_delete_files, waiting_files))
         memories = Memory.objects.for_owner(user=user, mode=None)

@@ -487,7 +487,7 @@ class Operations(Generic[T]):
         *,
         user: str | None = None,
         mode: str = DEFAULT_MODE,
-        format: str | None = None,  # noqa: A002 - the API's parameter name.
+        format: str | None = None,
         trust: bool = False,
     ) -> T:
         """Upload a file to import (MemoryHub export, Mem0, ChatGPT or Claude conversations.json).
