@@ -26,44 +26,11 @@ from typing import Any
 
 BENCH_EMAIL = "import-bench@example.com"
 BENCH_WORKSPACE = "import-bench"
-WORDS = [
-    "I",
-    "live",
-    "in",
-    "Lyon",
-    "and",
-    "work",
-    "as",
-    "a",
-    "nurse",
-    "at",
-    "the",
-    "hospital",
-    "near",
-    "the",
-    "river;",
-    "my",
-    "sister",
-    "visits",
-    "on",
-    "Sundays",
-    "and",
-    "we",
-    "cook",
-    "together.",
-    "Could",
-    "you",
-    "help",
-    "me",
-    "plan",
-    "a",
-    "trip",
-    "to",
-    "the",
-    "mountains",
-    "next",
-    "month?",
-]
+SENTENCE = (
+    "I live in Lyon and work as a nurse at the hospital near the river; my sister visits on "
+    "Sundays and we cook together. Could you help me plan a trip to the mountains next month?"
+)
+WORDS = SENTENCE.split()
 
 
 def _resident_mb() -> dict[str, float]:
