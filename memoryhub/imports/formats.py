@@ -42,7 +42,8 @@ DETECTION_EVENTS = 2000
 _SCALARS = frozenset({"null", "boolean", "integer", "double", "number", "string"})
 _MEM0_PREFERENCE_CATEGORIES = frozenset({"user_preferences", "preferences"})
 _CHATGPT_ROLES = {"user": "user", "assistant": "assistant"}
-_CLAUDE_SENDERS = {"human": "user", "assistant": "assistant"}
+# Exports have written the sender as "human", "Human" and "user" over time.
+_CLAUDE_SENDERS = {"human": "user", "user": "user", "assistant": "assistant"}
 
 
 class _LineCounter:
@@ -412,7 +413,7 @@ def _claude_conversation(raw: Any, where: str) -> Record:
     messages = []
     for index, raw_message in enumerate(chat):
         message = _require(raw_message, f"{label}, message {index}")
-        role = _CLAUDE_SENDERS.get(str(message.get("sender")))
+        role = _CLAUDE_SENDERS.get(str(message.get("sender")).lower())
         text = message.get("text")
         if not isinstance(text, str) or not text.strip():
             blocks = message.get("content")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from uuid import UUID, uuid4
 
@@ -12,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerUnavailableError
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -87,6 +89,15 @@ def _opener(job: ImportJob) -> Opener:
     key = base64.b64decode(key_text)
     path = Path(job.file_path)
     return lambda: SealedReader(path, key)
+
+
+def _enqueue_import(job_id: UUID) -> None:
+    # Never raises for the broker: the upload has committed, and the job stays queued; sending
+    # the same file again queues it again (and it resumes where it got to).
+    try:
+        enqueue(RUN_IMPORT, str(job_id))
+    except BrokerUnavailableError as error:
+        logger.warning("import %s stays queued: broker unavailable (%s)", job_id, error)
 
 
 def _check_allowed(job_user: User, mode: Mode, actor: Actor, agent: Agent | None) -> None:
@@ -173,8 +184,7 @@ def start_import(
             object_ids=[job.pk],
             mode=mode.slug,
         )
-        queued_id = str(job.pk)
-        transaction.on_commit(lambda: enqueue(RUN_IMPORT, queued_id))
+        transaction.on_commit(partial(_enqueue_import, job.pk))
     return job
 
 

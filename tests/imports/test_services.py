@@ -444,3 +444,12 @@ def test_deleting_the_account_deletes_a_file_waiting_for_its_import(user, settin
     # The task, still queued, finds nothing to do.
     with pytest.raises(imports.NotFoundError):
         imports.run_import(job_id=job.pk, embedder=None)
+
+
+def test_claude_senders_are_read_whatever_their_case(user, embedder, eager):
+    conversations = claude_conversations()
+    conversations[0]["chat_messages"][0]["sender"] = "Human"
+    conversations[0]["chat_messages"][1]["sender"] = "Assistant"
+    job = _import(user, as_bytes(conversations))
+    job.refresh_from_db()
+    assert job.counts == {"session": 1, "message": 2}
