@@ -430,6 +430,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memoryhub.requeue_stranded_extractions",
         "schedule": 60.0,
     },
+    "requeue-stranded-imports": {"task": "memoryhub.requeue_stranded_imports", "schedule": 300.0},
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
     "sweep-idempotency-keys": {"task": "memoryhub.sweep_idempotency_keys", "schedule": 3600.0},
     # Past rate-limit windows of every key owner and client IP (memoryhub/services/ratelimit.py).

@@ -258,3 +258,9 @@ def run_import(job_id: str) -> str | None:
         logger.info("import %s no longer exists; dropped", job_id)
         return None
     return str(job.status)
+
+
+@_task("memoryhub.requeue_stranded_imports", soft_time_limit=50, time_limit=60)
+def requeue_stranded_imports() -> int:
+    """Queue again the imports whose task was lost; a run already at work is left alone."""
+    return import_services.requeue_stranded_imports()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from uuid import UUID, uuid4
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailableError
@@ -57,6 +59,8 @@ logger = logging.getLogger(__name__)
 
 # Records written per transaction: the unit of progress (a resumed run starts after the last).
 BATCH_RECORDS = 50
+# A queued or running job untouched this long lost its task: the sweep queues it again.
+STRANDED_AFTER = timedelta(minutes=10)
 # The receipt lists this many skipped items; the count covers them all.
 MAX_SKIPPED_LISTED = 200
 _FILE_KEY_TABLE = "import_job"
@@ -276,12 +280,38 @@ def run_import(*, job_id: UUID | str, embedder: Embedder) -> ImportJob:
     job = ImportJob.objects.select_related("user", "mode", "agent").filter(pk=job_id).first()
     if job is None:
         raise NotFoundError("import not found")
-    if job.status == ImportJob.Status.DONE or job.status == ImportJob.Status.FAILED:
-        return job
+    with _job_lock(job.pk) as is_ours:
+        if not is_ours:
+            # Another run of the same job (a redelivered or requeued task) is at work.
+            return job
+        job.refresh_from_db()
+        if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
+            return job
+        return _run(job, embedder)
+
+
+@contextmanager
+def _job_lock(job_id: UUID) -> Iterator[bool]:
+    """Hold the job's lock while it runs, if no other run holds it (then yield False)."""
+    key = f"import-job:{job_id}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [key])
+        is_ours = bool(cursor.fetchone()[0])
+    try:
+        yield is_ours
+    finally:
+        if is_ours:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+
+
+def _run(job: ImportJob, embedder: Embedder) -> ImportJob:
+    now = timezone.now()
     if job.started_at is None:
-        job.started_at = timezone.now()
+        job.started_at = now
     job.status = ImportJob.Status.RUNNING
-    job.save(update_fields=["status", "started_at"])
+    job.updated_at = now
+    job.save(update_fields=["status", "started_at", "updated_at"])
     try:
         _check_allowed(job.user, job.mode, _actor_of(job), job.agent)
         records = read_records(_opener(job), job.format)
@@ -291,12 +321,34 @@ def run_import(*, job_id: UUID | str, embedder: Embedder) -> ImportJob:
                 _write_batch(job, batch, embedder, report)
                 _add_to_receipt(job, report)
                 job.position = position
-                job.save(update_fields=["position", "counts", "skipped", "skipped_count"])
+                job.updated_at = timezone.now()
+                job.save(
+                    update_fields=["position", "counts", "skipped", "skipped_count", "updated_at"]
+                )
     except ImportFileError as error:
         return fail_import(job=job, code=error.code, detail=str(error))
     except MemoryHubError as error:
         return fail_import(job=job, code=error.code, detail=str(error))
     return _finish(job)
+
+
+def requeue_stranded_imports(*, now: datetime | None = None) -> int:
+    """Queue again the imports whose task was lost (a broker outage, a lost message); how many.
+
+    A live run touches its job after every batch, and a second run of a job that is still at
+    work returns at once (`_job_lock`), so a job requeued too early costs nothing.
+    """
+    now = now or timezone.now()
+    stranded = ImportJob.objects.filter(
+        status__in=[ImportJob.Status.QUEUED, ImportJob.Status.RUNNING],
+        updated_at__lt=now - STRANDED_AFTER,
+    )
+    count = 0
+    for job_id in stranded.values_list("pk", flat=True):
+        ImportJob.objects.filter(pk=job_id).update(updated_at=now)
+        _enqueue_import(job_id)
+        count += 1
+    return count
 
 
 def _finish(job: ImportJob) -> ImportJob:

@@ -66,6 +66,8 @@ class ImportJob(models.Model):
     error_code = models.CharField(max_length=32, blank=True)
     error_detail = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Touched by every batch: a queued or running job left untouched for long lost its task.
+    updated_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

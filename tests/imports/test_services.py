@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryhub.actors import Actor
+from memoryhub.celery import app
 from memoryhub.imports import services as imports
 from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import decrypt_memory, memories_of, open_version_content
@@ -453,3 +454,20 @@ def test_claude_senders_are_read_whatever_their_case(user, embedder, eager):
     job = _import(user, as_bytes(conversations))
     job.refresh_from_db()
     assert job.counts == {"session": 1, "message": 2}
+
+
+def test_a_job_whose_task_was_lost_is_queued_again_and_runs(user, embedder, settings):
+    lost = _import(user, as_bytes(mem0_memories()))  # Not eager: its message is never run.
+    assert imports.requeue_stranded_imports() == 0  # Too recent to call lost.
+    ImportJob.objects.filter(pk=lost.pk).update(updated_at=datetime(2020, 1, 1, tzinfo=UTC))
+    app.conf.task_always_eager = True
+    try:
+        assert imports.requeue_stranded_imports() == 1
+    finally:
+        app.conf.task_always_eager = False
+    lost.refresh_from_db()
+    assert lost.status == "done" and len(_contents(user)) == 2
+    assert imports.requeue_stranded_imports() == 0  # A done job is never queued again.
+    assert "memoryhub.requeue_stranded_imports" in {
+        entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()
+    }
