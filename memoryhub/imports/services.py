@@ -12,7 +12,7 @@ from pathlib import Path
 from uuid import UUID, uuid4
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailableError
@@ -150,45 +150,54 @@ def start_import(
         upload.path.unlink(missing_ok=True)
         raise
     cipher = cipher_for(user)
-    with transaction.atomic():
-        job = (
-            ImportJob.objects.select_for_update()
-            .filter(user=user, mode=mode, file_sha256=upload.sha256)
-            .first()
-        )
-        if job is not None and job.status == ImportJob.Status.DONE:
-            upload.path.unlink(missing_ok=True)
-            return job
-        if job is None:
-            job = ImportJob(id=job_id, user=user, mode=mode, file_sha256=upload.sha256)
-        else:
-            delete_upload(job.file_path)
-            job.error_code = job.error_detail = ""
-        job.agent = agent
-        job.actor_type, job.actor_id = actor.actor_type, actor.actor_id
-        job.actor_label, job.actor_channel = actor.label[:200], actor.channel
-        job.format = detected
-        job.file_size = upload.size
-        job.file_path = str(upload.path)
-        job.file_key_ciphertext = cipher.encrypt(
-            base64.b64encode(upload.key).decode(),
-            table=_FILE_KEY_TABLE,
-            row_id=job.pk,
-            field=_FILE_KEY_FIELD,
-        )
-        job.is_trusted = is_trusted
-        job.is_single_mode = is_single_mode
-        job.total = total
-        job.status = ImportJob.Status.QUEUED
-        job.save()
-        record_access(
-            actor=actor,
-            subject_user_id=user.pk,
-            action=AuditAction.IMPORT_START,
-            object_ids=[job.pk],
-            mode=mode.slug,
-        )
-        transaction.on_commit(partial(_enqueue_import, job.pk))
+    try:
+        with transaction.atomic():
+            job = (
+                ImportJob.objects.select_for_update()
+                .filter(user=user, mode=mode, file_sha256=upload.sha256)
+                .first()
+            )
+            if job is not None and job.status != ImportJob.Status.FAILED:
+                # Done: nothing changes. Queued or running: its copy of the same bytes is
+                # still on disk (a running task may be reading it), so it is queued again to
+                # resume; a run already at work holds the job's lock, the other returns.
+                upload.path.unlink(missing_ok=True)
+                if job.status != ImportJob.Status.DONE:
+                    transaction.on_commit(partial(_enqueue_import, job.pk))
+                return job
+            if job is None:
+                job = ImportJob(id=job_id, user=user, mode=mode, file_sha256=upload.sha256)
+            else:  # A failed import, tried again: its file was deleted when it failed.
+                job.error_code = job.error_detail = ""
+            job.agent = agent
+            job.actor_type, job.actor_id = actor.actor_type, actor.actor_id
+            job.actor_label, job.actor_channel = actor.label[:200], actor.channel
+            job.format = detected
+            job.file_size = upload.size
+            job.file_path = str(upload.path)
+            job.file_key_ciphertext = cipher.encrypt(
+                base64.b64encode(upload.key).decode(),
+                table=_FILE_KEY_TABLE,
+                row_id=job.pk,
+                field=_FILE_KEY_FIELD,
+            )
+            job.is_trusted = is_trusted
+            job.is_single_mode = is_single_mode
+            job.total = total
+            job.status = ImportJob.Status.QUEUED
+            job.save()
+            record_access(
+                actor=actor,
+                subject_user_id=user.pk,
+                action=AuditAction.IMPORT_START,
+                object_ids=[job.pk],
+                mode=mode.slug,
+            )
+            transaction.on_commit(partial(_enqueue_import, job.pk))
+    except IntegrityError:
+        # The same file uploaded twice at once: the other upload made the job.
+        upload.path.unlink(missing_ok=True)
+        return ImportJob.objects.get(user=user, mode=mode, file_sha256=upload.sha256)
     return job
 
 

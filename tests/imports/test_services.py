@@ -471,3 +471,17 @@ def test_a_job_whose_task_was_lost_is_queued_again_and_runs(user, embedder, sett
     assert "memoryhub.requeue_stranded_imports" in {
         entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()
     }
+
+
+def test_uploading_an_unfinished_import_again_resumes_it(user, embedder, settings, tmp_path):
+    settings.MEMORYHUB_IMPORT_DIR = str(tmp_path)
+    data = as_bytes(mem0_memories())
+    queued = _import(user, data)  # Not eager: its task has not run.
+    app.conf.task_always_eager = True
+    try:
+        again = _import(user, data)
+    finally:
+        app.conf.task_always_eager = False
+    again.refresh_from_db()
+    assert again.pk == queued.pk and again.status == "done"
+    assert len(_contents(user)) == 2 and list(tmp_path.iterdir()) == []
