@@ -253,7 +253,7 @@ def _memoryhub_memory(raw: Any, mode: str, where: str) -> MemoryRecord:
         label=f"memory {source_id}",
         kind=str(item.get("kind")),
         content=item["content"],
-        confidence=str(item.get("confidence")),
+        confidence=str(item["confidence"]) if item.get("confidence") else None,
         status=str(item.get("status") or "active"),
         source=str(item.get("source") or "imported"),
         importance=str(item.get("importance") or "normal"),

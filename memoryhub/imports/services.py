@@ -325,6 +325,9 @@ def _run(job: ImportJob, embedder: Embedder) -> ImportJob:
         _check_allowed(job.user, job.mode, _actor_of(job), job.agent)
         records = read_records(_opener(job), job.format)
         for position, batch in _batches(records, job.position):
+            # A pause or a block that comes mid-import ends it (and undoes it) at once.
+            job.user.refresh_from_db(fields=["is_memory_paused"])
+            _check_allowed(job.user, job.mode, _actor_of(job), job.agent)
             report = BatchReport()
             with transaction.atomic():
                 _write_batch(job, batch, embedder, report)

@@ -485,3 +485,19 @@ def test_uploading_an_unfinished_import_again_resumes_it(user, embedder, setting
     again.refresh_from_db()
     assert again.pk == queued.pk and again.status == "done"
     assert len(_contents(user)) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_a_pause_in_the_middle_of_an_import_ends_it_and_undoes_it(user, embedder, monkeypatch):
+    monkeypatch.setattr(imports, "BATCH_RECORDS", 1)
+    job = _import(user, as_bytes(mem0_memories()), actor=Actor.system("agent"))
+    real_write = imports._write_batch
+
+    def pause_after_first(job, batch, embedder, report):
+        real_write(job, batch, embedder, report)
+        type(user).objects.filter(pk=user.pk).update(is_memory_paused=True)
+
+    monkeypatch.setattr(imports, "_write_batch", pause_after_first)
+    imports.run_import(job_id=job.pk, embedder=embedder)
+    job.refresh_from_db()
+    assert (job.status, job.error_code) == ("failed", "memory_paused")
+    assert not Memory.all_owners.filter(user=user).exists()
