@@ -501,3 +501,39 @@ def test_a_pause_in_the_middle_of_an_import_ends_it_and_undoes_it(user, embedder
     job.refresh_from_db()
     assert (job.status, job.error_code) == ("failed", "memory_paused")
     assert not Memory.all_owners.filter(user=user).exists()
+
+
+def _two_mode_export(user, embedder):
+    factories.make_memory(user, factories.mode_of(user), "Lives in Lyon", embedder=embedder)
+    factories.make_memory(user, factories.mode_of(user, "work"), "Uses Python", embedder=embedder)
+    return json.dumps(export_user_data(user=user, actor=Actor.system("test"))).encode()
+
+
+def test_a_single_mode_import_skips_the_exports_other_modes(workspace, user, embedder, eager):
+    data = _two_mode_export(user, embedder)
+    fresh = factories.make_user(workspace=workspace, external_id="fresh")
+    with committed():
+        job = imports.start_import(
+            user=fresh,
+            mode=factories.mode_of(fresh),
+            actor=Actor.for_user(fresh.pk),
+            agent=None,
+            chunks=[data],
+            is_trusted=True,
+            is_single_mode=True,
+        )
+    job.refresh_from_db()
+    assert _contents(fresh) == ["Lives in Lyon"]
+    assert [entry["reason"] for entry in job.skipped] == ["its mode is out of this key's reach"]
+
+
+def test_a_mode_with_memory_off_is_skipped(workspace, user, embedder, eager):
+    data = _two_mode_export(user, embedder)
+    fresh = factories.make_user(workspace=workspace, external_id="fresh")
+    work = factories.mode_of(fresh, "work")
+    work.is_memory_off = True
+    work.save(update_fields=["is_memory_off"])
+    job = _import(fresh, data, trust=True)
+    job.refresh_from_db()
+    assert _contents(fresh) == ["Lives in Lyon"] and _contents(fresh, "work") == []
+    assert [entry["reason"] for entry in job.skipped] == ["memory is off in mode work"]
