@@ -15,6 +15,7 @@ from dashboard.forms import ImportForm, ImportReviewForm
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest, domain_errors_as_http, redirect_after_post
 from memoryhub.imports import queries as import_queries
+from memoryhub.imports import review
 from memoryhub.imports import services as imports
 from memoryhub.models import ImportJob
 
@@ -75,7 +76,7 @@ def import_detail(request: AuthedRequest, import_id: UUID) -> HttpResponse:
 def import_review(request: AuthedRequest, import_id: UUID) -> HttpResponse:
     """Keep all, keep the selected, or discard the memories the import brought."""
     job = imports.get_import(user=request.user, job_id=import_id)
-    waiting = [str(memory_id) for memory_id in imports.imported_candidates(job=job)]
+    waiting = [str(memory_id) for memory_id in review.imported_candidates(job=job)]
     form = ImportReviewForm(request.POST, waiting=waiting)
     if not form.is_valid():
         context = {**_detail_context(request, job), "review_form": form}
@@ -84,11 +85,11 @@ def import_review(request: AuthedRequest, import_id: UUID) -> HttpResponse:
     actor = actor_of(request)
     try:
         if action == "discard":
-            count = imports.discard_imported(job=job, actor=actor, memory_ids=chosen or None)
+            count = review.discard_imported(job=job, actor=actor, memory_ids=chosen or None)
             messages.success(request, f"Discarded {count} imported memories.")
         else:
             selection = chosen if action == "keep_selected" else None
-            count = imports.keep_imported(job=job, actor=actor, memory_ids=selection)
+            count = review.keep_imported(job=job, actor=actor, memory_ids=selection)
             messages.success(request, f"Kept {count} imported memories.")
     except MemoryHubError as error:
         messages.error(request, str(error))

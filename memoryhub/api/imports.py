@@ -13,6 +13,7 @@ from ninja.files import UploadedFile
 from pydantic import Field
 
 from memoryhub.errors import NotFoundError, PermissionDeniedError
+from memoryhub.imports import review
 from memoryhub.imports import services as imports
 from memoryhub.models import ImportJob
 
@@ -160,8 +161,8 @@ def keep_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> Revi
     """Confirm the import's memories waiting for review, all or the ones named."""
     scope = resolve_scope(request, body.user, body.mode)
     job = _job_of(scope, import_id)
-    count = imports.keep_imported(job=job, actor=scope.actor, memory_ids=body.memory_ids)
-    return ReviewOut(count=count, waiting=len(imports.imported_candidates(job=job)))
+    count = review.keep_imported(job=job, actor=scope.actor, memory_ids=body.memory_ids)
+    return ReviewOut(count=count, waiting=len(review.imported_candidates(job=job)))
 
 
 @router.post(
@@ -173,5 +174,5 @@ def discard_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> R
     """Delete the import's memories waiting for review, all or the ones named."""
     scope = resolve_scope(request, body.user, body.mode)
     job = _job_of(scope, import_id)
-    count = imports.discard_imported(job=job, actor=scope.actor, memory_ids=body.memory_ids)
-    return ReviewOut(count=count, waiting=len(imports.imported_candidates(job=job)))
+    count = review.discard_imported(job=job, actor=scope.actor, memory_ids=body.memory_ids)
+    return ReviewOut(count=count, waiting=len(review.imported_candidates(job=job)))

@@ -9,7 +9,7 @@ from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import MemoryItem, decrypt_memory
 from memoryhub.models import ImportJob, Memory, User
 
-from .services import imported_candidates
+from .review import imported_candidates
 
 RECENT_IMPORTS = 20
 

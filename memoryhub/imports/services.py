@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
@@ -13,7 +13,6 @@ from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerUnavailableError
 
@@ -23,7 +22,6 @@ from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
     AgentBlockedError,
-    ConflictError,
     InvalidInputError,
     MemoryHubError,
     NotFoundError,
@@ -34,17 +32,14 @@ from memoryhub.models import (
     Agent,
     AgentBlock,
     Channel,
-    Confidence,
     ImportedItem,
     ImportFormat,
     ImportJob,
     Memory,
-    MemoryStatus,
     Mode,
     Session,
     User,
 )
-from memoryhub.services.confidence import confirm_memory
 from memoryhub.services.memories import delete_memories
 from memoryhub.services.users import ensure_mode
 from memoryhub.services.write_checks import check_writable
@@ -420,65 +415,6 @@ def undo_import(*, job: ImportJob) -> None:
         )
     Session.objects.filter(user=job.user, pk__in=session_ids).delete()
     items.delete()
-
-
-def imported_candidates(*, job: ImportJob) -> list[UUID]:
-    """The memories of the import still waiting for the user's review: its own, and what
-    extraction found in the conversations it brought."""
-    items = ImportedItem.objects.filter(job=job)
-    return list(
-        Memory.all_owners.filter(
-            Q(pk__in=items.exclude(memory=None).values("memory_id"))
-            | Q(session_id__in=items.exclude(session=None).values("session_id")),
-            user=job.user,
-            confidence=Confidence.CANDIDATE,
-            status=MemoryStatus.CANDIDATE,
-        )
-        .order_by("created_at", "id")
-        .values_list("id", flat=True)
-    )
-
-
-def _reviewed(job: ImportJob, memory_ids: Sequence[UUID | str] | None) -> list[Memory]:
-    waiting = set(imported_candidates(job=job))
-    chosen = waiting if memory_ids is None else {UUID(str(i)) for i in memory_ids}
-    if not chosen <= waiting:
-        raise InvalidInputError("only memories of this import that wait for review can be chosen")
-    return list(Memory.all_owners.filter(pk__in=chosen).select_related("mode"))
-
-
-def keep_imported(
-    *, job: ImportJob, actor: Actor, memory_ids: Sequence[UUID | str] | None = None
-) -> int:
-    """Keep (confirm) the import's waiting memories, all of them or the ones chosen."""
-    if job.status != ImportJob.Status.DONE:
-        raise ConflictError("the import has not finished")
-    kept = 0
-    for memory in _reviewed(job, memory_ids):
-        confirm_memory(user=job.user, mode=memory.mode, memory_id=memory.pk, actor=actor)
-        kept += 1
-    return kept
-
-
-def discard_imported(
-    *, job: ImportJob, actor: Actor, memory_ids: Sequence[UUID | str] | None = None
-) -> int:
-    """Delete the import's waiting memories, all of them or the ones chosen."""
-    if job.status != ImportJob.Status.DONE:
-        raise ConflictError("the import has not finished")
-    by_mode: dict[int, tuple[Mode, list[UUID]]] = {}
-    for memory in _reviewed(job, memory_ids):
-        by_mode.setdefault(memory.mode_id, (memory.mode, []))[1].append(memory.pk)
-    return sum(
-        delete_memories(
-            user=job.user,
-            mode=mode,
-            memory_ids=ids,
-            actor=actor,
-            action=AuditAction.MEMORY_REJECT,
-        )
-        for mode, ids in by_mode.values()
-    )
 
 
 def get_import(*, user: User, job_id: UUID | str) -> ImportJob:

@@ -10,6 +10,8 @@ import pytest
 
 from memoryhub.actors import Actor
 from memoryhub.celery import app
+from memoryhub.errors import InvalidInputError, NotFoundError
+from memoryhub.imports import review
 from memoryhub.imports import services as imports
 from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import decrypt_memory, memories_of, open_version_content
@@ -259,7 +261,7 @@ def test_chatgpt_conversations_become_past_sessions_and_are_extracted(user, embe
     assert found.exists()
     assert {(row.confidence, row.status) for row in found} == {("candidate", "candidate")}
     assert any("peanut" in text.lower() for text in _contents(user))
-    assert set(imports.imported_candidates(job=job)) == {row.pk for row in found}
+    assert set(review.imported_candidates(job=job)) == {row.pk for row in found}
 
 
 def test_a_trusted_conversation_import_is_extracted_on_the_ladder(user, embedder, eager):
@@ -391,7 +393,7 @@ def test_a_file_that_fails_halfway_leaves_nothing_imported(user, embedder, monke
     def fail_on_third(job, batch, embedder, report):
         written.append(batch)
         if len(written) == 3:
-            raise imports.InvalidInputError("broken item")
+            raise InvalidInputError("broken item")
         real_write(job, batch, embedder, report)
 
     monkeypatch.setattr(imports, "_write_batch", fail_on_third)
@@ -405,11 +407,11 @@ def test_a_file_that_fails_halfway_leaves_nothing_imported(user, embedder, monke
 def test_keep_selected_and_discard_the_rest(user, embedder, eager):
     job = _import(user, as_bytes(mem0_memories()))
     job.refresh_from_db()
-    waiting = imports.imported_candidates(job=job)
+    waiting = review.imported_candidates(job=job)
     assert len(waiting) == 2
     actor = Actor.for_user(user.pk)
-    assert imports.keep_imported(job=job, actor=actor, memory_ids=[waiting[0]]) == 1
-    assert imports.discard_imported(job=job, actor=actor) == 1
+    assert review.keep_imported(job=job, actor=actor, memory_ids=[waiting[0]]) == 1
+    assert review.discard_imported(job=job, actor=actor) == 1
     rows = list(memories_of(user=user, mode=factories.mode_of(user)))
     assert [(row.pk, row.confidence, row.status) for row in rows] == [
         (waiting[0], "high", "active")
@@ -430,8 +432,8 @@ def test_keeping_refuses_memories_outside_the_import(user, embedder, eager):
         confidence="candidate",
         status="candidate",
     )
-    with pytest.raises(imports.InvalidInputError):
-        imports.keep_imported(job=job, actor=Actor.for_user(user.pk), memory_ids=[other.pk])
+    with pytest.raises(InvalidInputError):
+        review.keep_imported(job=job, actor=Actor.for_user(user.pk), memory_ids=[other.pk])
 
 
 def test_deleting_the_account_deletes_a_file_waiting_for_its_import(user, settings, tmp_path):
@@ -443,7 +445,7 @@ def test_deleting_the_account_deletes_a_file_waiting_for_its_import(user, settin
     assert list(tmp_path.iterdir()) == []
     assert not ImportJob.objects.exists()
     # The task, still queued, finds nothing to do.
-    with pytest.raises(imports.NotFoundError):
+    with pytest.raises(NotFoundError):
         imports.run_import(job_id=job.pk, embedder=None)
 
 
