@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from memoryhub.models import Importance, Mode, User
+from memoryhub.models import Importance, ImportFormat, Mode, User
 from memoryhub.services.forget import ForgetSelector
 
 EPISODE_TYPES = [
@@ -230,3 +230,57 @@ class PersonalKeyForm(forms.Form):
 class AccessFilterForm(forms.Form):
     # Unchecked by default: what a person wants to know is who else looked.
     mine = forms.BooleanField(label="Also show what I did myself", required=False)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label="File (JSON)")
+    mode = forms.ModelChoiceField(
+        queryset=Mode.objects.none(),
+        empty_label=None,
+        label="Into this mode (a MemoryHub export keeps its own modes)",
+    )
+    format = forms.ChoiceField(
+        label="Format",
+        required=False,
+        choices=[("", "Tell from the file"), *ImportFormat.choices],
+    )
+    trust = forms.BooleanField(
+        label="Trust this file: keep its memories at once, without reviewing them",
+        required=False,
+    )
+
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        mode = self.fields["mode"]
+        assert isinstance(mode, forms.ModelChoiceField)  # noqa: S101 - narrows the type.
+        mode.queryset = Mode.objects.filter(user=user).order_by("pk")
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = settings.MEMORYHUB_MAX_IMPORT_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(f"The file is over {limit // (1024 * 1024)} MiB.")
+        return upload
+
+
+class ImportReviewForm(forms.Form):
+    action = forms.ChoiceField(
+        choices=[
+            ("keep_all", "Keep all"),
+            ("keep_selected", "Keep selected"),
+            ("discard", "Discard"),
+        ]
+    )
+    memory_ids = forms.TypedMultipleChoiceField(choices=[], required=False, coerce=str)
+
+    def __init__(self, *args: Any, waiting: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["memory_ids"]
+        assert isinstance(field, forms.TypedMultipleChoiceField)  # noqa: S101 - narrows the type.
+        field.choices = [(memory_id, memory_id) for memory_id in waiting]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "keep_selected" and not data.get("memory_ids"):
+            raise forms.ValidationError("Choose the memories to keep.")
+        return data

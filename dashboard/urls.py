@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import account, forgetting, link, memories, search
+from .views import account, forgetting, imports, link, memories, search
 
 app_name = "dashboard"
 
@@ -29,6 +29,10 @@ urlpatterns = [
     path("modes/<slug:mode_slug>/delete-all/", forgetting.delete_all, name="delete_all"),
     path("receipt/", forgetting.receipt, name="receipt"),
     path("export/", forgetting.export, name="export"),
+    # The one dashboard page that takes a large body (memoryhub/body_limit.py IMPORT_PATHS).
+    path("imports/", imports.import_page, name="imports"),
+    path("imports/<uuid:import_id>/", imports.import_detail, name="import_detail"),
+    path("imports/<uuid:import_id>/review/", imports.import_review, name="import_review"),
     path("settings/", account.settings_page, name="settings"),
     path("settings/pause/", account.pause, name="pause"),
     path("modes/<slug:mode_slug>/memory/", account.mode_memory, name="mode_memory"),

@@ -20,9 +20,18 @@ TOO_LARGE_CODE = "content_too_large"
 DRAIN_FACTOR = 2
 
 
+# The routes that take an import file (API and dashboard): their bodies may be far larger.
+IMPORT_PATHS = frozenset({"/api/v1/imports", "/dashboard/imports/"})
+
+
 def body_limit() -> int:
     """The largest request body accepted, in bytes (Django's own limit, one setting for all)."""
     return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0)
+
+
+def import_limit() -> int:
+    """The largest import file accepted (MEMORYHUB_MAX_IMPORT_BYTES), plus room for the form."""
+    return int(settings.MEMORYHUB_MAX_IMPORT_BYTES) + 64 * 1024
 
 
 async def send_too_large(send: Send, limit: int) -> None:
@@ -47,6 +56,23 @@ def _declared_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def _count_within(receive: Receive, limit: int) -> Receive:
+    """The body passed on as it arrives (an import file is not held in memory), counted: past
+    `limit` the app hears that the client went away, and reads no more."""
+    size = 0
+
+    async def counted() -> Message:
+        nonlocal size
+        message = await receive()
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                return {"type": "http.disconnect"}
+        return message
+
+    return counted
 
 
 async def _read_within(receive: Receive, limit: int) -> list[Message] | None:
@@ -89,6 +115,14 @@ def limit_body(app: ASGIApp) -> ASGIApp:
             await app(scope, receive, send)
             return
         declared = _declared_length(scope)
+        if scope.get("path") in IMPORT_PATHS:
+            # Only these routes take a large body, and they stream it to a sealed file.
+            big = import_limit()
+            if declared is not None and declared > big:
+                await send_too_large(send, big)
+                return
+            await app(scope, _count_within(receive, big), send)
+            return
         if declared is not None and declared > limit * DRAIN_FACTOR:
             await send_too_large(send, limit)
             return

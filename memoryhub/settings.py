@@ -431,6 +431,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "memoryhub.requeue_stranded_extractions",
         "schedule": 60.0,
     },
+    "requeue-stranded-imports": {"task": "memoryhub.requeue_stranded_imports", "schedule": 300.0},
     "expire-working-memory": {"task": "memoryhub.expire_working_memory", "schedule": 3600.0},
     "sweep-idempotency-keys": {"task": "memoryhub.sweep_idempotency_keys", "schedule": 3600.0},
     # Past rate-limit windows of every key owner and client IP (memoryhub/services/ratelimit.py).
@@ -525,6 +526,11 @@ MEMORYHUB_RATE_LIMIT_PER_MINUTE = env_int("MEMORYHUB_RATE_LIMIT_PER_MINUTE", 600
 MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE = env_int("MEMORYHUB_INVALID_KEY_LIMIT_PER_MINUTE", 30)
 # The largest request body, in bytes: 413 above it (API, MCP and pages; memoryhub/body_limit.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMORYHUB_MAX_REQUEST_BYTES", 2_621_440)
+# An import file (POST /api/v1/imports, the dashboard's import page) may be larger than any
+# other body, up to this many bytes; only those two routes accept it (memoryhub/body_limit.py).
+MEMORYHUB_MAX_IMPORT_BYTES = env_int("MEMORYHUB_MAX_IMPORT_BYTES", 100 * 1024 * 1024)
+# Where an uploaded import file waits, sealed, for its task; deleted when the import ends.
+MEMORYHUB_IMPORT_DIR = env_str("MEMORYHUB_IMPORT_DIR", str(DATA_DIR / "imports")) or ""
 MEMORYHUB_SESSION_IDLE_MINUTES = env_int("MEMORYHUB_SESSION_IDLE_MINUTES", 30)
 # A retry with the same idempotency key replays the first write for this long; an hourly sweep
 # deletes older records (a hash of the key and the ids it wrote), so the table stays bounded.

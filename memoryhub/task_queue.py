@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 EXTRACT_SESSION = "memoryhub.extract_session"
 RECORD_ANSWER_IN_GRAPH = "memoryhub.record_answer_in_graph"
 RUN_FORGET_TASK = "memoryhub.run_forget_task"
+RUN_IMPORT = "memoryhub.run_import"
 SEND_WEBHOOK = "memoryhub.send_webhook"
 
 

@@ -17,6 +17,7 @@ from memoryhub.audit.log import verify_chain
 from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.extraction import ExtractionError
+from memoryhub.imports import services as import_services
 from memoryhub.metrics import record_audit_verification
 from memoryhub.services import (
     compaction,
@@ -239,3 +240,27 @@ def send_due_webhooks() -> int:
     for delivery_id in ids:
         webhook_services.send_delivery(delivery_id)
     return len(ids)
+
+
+@_task(
+    "memoryhub.run_import",
+    # A worker lost mid-import leaves the message for another, which resumes at the position.
+    reject_on_worker_lost=True,
+    soft_time_limit=3540,
+    time_limit=3600,
+)
+def run_import(job_id: str) -> str | None:
+    """Import an uploaded file from where it got to (imports/services.py); safe to run twice."""
+    try:
+        job = import_services.run_import(job_id=job_id, embedder=default_embedder())
+    except NotFoundError:
+        # The user was deleted (and the job with them) since it was queued.
+        logger.info("import %s no longer exists; dropped", job_id)
+        return None
+    return str(job.status)
+
+
+@_task("memoryhub.requeue_stranded_imports", soft_time_limit=50, time_limit=60)
+def requeue_stranded_imports() -> int:
+    """Queue again the imports whose task was lost; a run already at work is left alone."""
+    return import_services.requeue_stranded_imports()

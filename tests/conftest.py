@@ -112,3 +112,11 @@ def superuser_client(client, workspace):
     Authenticator.objects.create(user=root, type=Authenticator.Type.TOTP, data={"secret": "x"})
     client.force_login(root)
     return client
+
+
+@pytest.fixture
+def eager():
+    """Queued Celery tasks run at once, in the test (on commit: see tests/imports/files.py)."""
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False

@@ -37,6 +37,7 @@ CAPABILITIES = (
     "memoryhub.graph",
     "memoryhub.extraction",
     "memoryhub.webhooks",
+    "memoryhub.imports",
 )
 DOMAIN = SERVICES + QUERIES + CAPABILITIES
 FOUNDATIONS = tuple(

@@ -24,6 +24,7 @@ from . import (
     export,
     graph,
     history,
+    imports,
     journal,
     memories,
     profile,
@@ -205,3 +206,4 @@ api.add_router("/", recall.router)
 api.add_router("/", answers.router)
 api.add_router("/", graph.router)
 api.add_router("/", webhooks.router)
+api.add_router("/", imports.router)

@@ -57,6 +57,12 @@ class AuditAction(StrEnum):
     MEMORY_EXTRACT = "memory.extract", "remembered things from a conversation", Changes.MEMORY
     SESSION_COMPACT = "session.compact", "summarised a long conversation", Changes.MEMORY
     ACCOUNT_DELETE = "account.delete", "deleted the account", Changes.MEMORY
+    MEMORY_IMPORT = "memory.import", "imported memories from a file", Changes.MEMORY
+    IMPORT_UNDO = "import.undo", "undid a failed import", Changes.MEMORY
+    # Imports (memoryhub/imports/): the file's arrival, its past conversations, its end.
+    IMPORT_START = "import.start", "uploaded a file to import", Changes.STATE
+    IMPORT_SESSIONS = "import.sessions", "imported past conversations", Changes.STATE
+    IMPORT_FINISH = "import.finish", "finished an import", Changes.STATE
     # Reads of memory.
     DASHBOARD_LIST = "dashboard.list", "viewed memories in the dashboard", Changes.NOTHING
     MEMORY_LIST = "memory.list", "listed memories", Changes.NOTHING

@@ -11,6 +11,13 @@ from .graph import (
     WorkspaceNodeType,
 )
 from .idempotency import IdempotentWrite
+from .imports import (
+    IMPORTED_END_REASON,
+    IMPORTED_FOR_REVIEW_END_REASON,
+    ImportedItem,
+    ImportFormat,
+    ImportJob,
+)
 from .journal import JournalEntry
 from .knowledge import (
     AnswerRecord,
@@ -53,6 +60,8 @@ from .write_marks import UserWriteMark
 
 __all__ = [
     "DEFAULT_MODES",
+    "IMPORTED_END_REASON",
+    "IMPORTED_FOR_REVIEW_END_REASON",
     "ActorType",
     "Agent",
     "AgentBlock",
@@ -72,7 +81,10 @@ __all__ = [
     "GraphMaintenanceRun",
     "GraphNode",
     "IdempotentWrite",
+    "ImportFormat",
+    "ImportJob",
     "Importance",
+    "ImportedItem",
     "JournalEntry",
     "KnowledgeChunk",
     "KnowledgeDocument",

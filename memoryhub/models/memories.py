@@ -49,6 +49,7 @@ class MemorySource(models.TextChoices):
     REVIEWER = "reviewer"
     USER = "user"
     SYSTEM = "system"
+    IMPORTED = "imported"
 
 
 class Importance(models.TextChoices):

@@ -414,6 +414,7 @@ def _stated_by(memory: Memory) -> str:
         MemorySource.EXTRACTED: f"MemoryHub, from a conversation with {agent}",
         MemorySource.REVIEWER: "a reviewer",
         MemorySource.SYSTEM: "MemoryHub",
+        MemorySource.IMPORTED: "an import from another service",
     }
     return words.get(memory.source, agent)
 

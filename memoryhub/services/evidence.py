@@ -22,7 +22,14 @@ from memoryhub.extraction.base import normalise_text
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import keep_version, open_content, open_payload
-from memoryhub.models import ActorType, Confidence, Memory, MemorySource, Session
+from memoryhub.models import (
+    IMPORTED_FOR_REVIEW_END_REASON,
+    ActorType,
+    Confidence,
+    Memory,
+    MemorySource,
+    Session,
+)
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.services.confidence import (
     CONFLICTS_WITH,
@@ -80,6 +87,8 @@ class _Batch:
     embedding_model: str
     # Some user message of the session tried to override the assistant's instructions.
     is_jailbreak_attempt: bool = False
+    # A conversation from an import the user has not trusted: all it yields waits for review.
+    is_awaiting_review: bool = False
     created: list[UUID] = field(default_factory=list)
     reinforced: list[UUID] = field(default_factory=list)
     superseded: list[UUID] = field(default_factory=list)
@@ -116,6 +125,7 @@ def store_items(
         is_jailbreak_attempt=any(
             looks_like_instructions(m.content) for m in transcript.messages if m.role == "user"
         ),
+        is_awaiting_review=session.end_reason == IMPORTED_FOR_REVIEW_END_REASON,
     )
     vectors = embedder.embed([item.content for item in items])
     with transaction.atomic():
@@ -304,6 +314,8 @@ def _create(
         if item.kind in LADDER_KINDS
         else Confidence.MEDIUM
     )
+    if batch.is_awaiting_review:
+        confidence = Confidence.CANDIDATE
     payload = _payload(batch, item)
     supersedes: Memory | None = None
     current = [row for row in conflicting if is_recallable(row.confidence)]
@@ -354,7 +366,8 @@ def _reinforce(batch: _Batch, row: Memory, item: ExtractedItem, conflicting: lis
     row.evidence_count += 1
     was_recallable = is_recallable(row.confidence)
     confidence = row.confidence
-    if row.kind in LADDER_KINDS:
+    # An untrusted import's conversation counts as evidence but lifts nothing before review.
+    if row.kind in LADDER_KINDS and not batch.is_awaiting_review:
         confidence = climb_ladder(
             current=row.confidence,
             evidence_count=row.evidence_count,

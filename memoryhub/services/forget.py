@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
+from pathlib import Path
 from uuid import UUID
 
 from django.db import transaction
@@ -29,6 +31,7 @@ from memoryhub.models import (
     ActorType,
     AgentBlock,
     ApiKey,
+    ImportJob,
     JournalEntry,
     Memory,
     MemoryKind,
@@ -214,6 +217,11 @@ def _apply(
     )
 
 
+def _delete_files(paths: list[str]) -> None:
+    for path in paths:
+        Path(path).unlink(missing_ok=True)
+
+
 def delete_account(*, user: User, actor: Actor) -> None:
     """Erase a user in one atomic step: their data key (crypto-shred), then every row of theirs.
 
@@ -225,6 +233,14 @@ def delete_account(*, user: User, actor: Actor) -> None:
         # Lock the user first: a concurrent write for them waits, then finds them gone.
         User.objects.select_for_update().filter(pk=user_id).first()
         destroy_user_key(user)
+        # An import file still waiting for its task: its key died with the user's; the
+        # (sealed) file goes too once the deletion commits.
+        waiting_files = list(
+            ImportJob.objects.filter(user=user)
+            .exclude(file_path="")
+            .values_list("file_path", flat=True)
+        )
+        transaction.on_commit(partial(_delete_files, waiting_files))
         memories = Memory.objects.for_owner(user=user, mode=None)
         _purge_derived_data(
             user=user,

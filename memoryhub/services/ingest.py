@@ -43,10 +43,12 @@ from memoryhub.extraction.offline import OfflineExtractor
 from memoryhub.keyring import cipher_for
 from memoryhub.message_rows import open_message
 from memoryhub.models import (
+    IMPORTED_FOR_REVIEW_END_REASON,
     Confidence,
     ExtractionRun,
     MemoryKind,
     MemorySource,
+    MemoryStatus,
     Message,
     Session,
     Workspace,
@@ -319,11 +321,14 @@ def _store_summary(
     except (InvalidInputError, ContentTooLargeError):
         return None, 0
     cipher = cipher_for(session.user_id)
+    # The summary of a conversation from an untrusted import waits for review like the rest.
+    is_awaiting_review = session.end_reason == IMPORTED_FOR_REVIEW_END_REASON
     item = NewMemory(
         kind=MemoryKind.SESSION_SUMMARY,
         content=text,
         source=MemorySource.EXTRACTED,
-        confidence=Confidence.MEDIUM,
+        confidence=Confidence.CANDIDATE if is_awaiting_review else Confidence.MEDIUM,
+        status=MemoryStatus.CANDIDATE if is_awaiting_review else MemoryStatus.ACTIVE,
         payload={
             "topic": summary.topic,
             "message_ids": list(summary.quote_message_ids),

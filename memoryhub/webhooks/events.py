@@ -32,6 +32,7 @@ MEMORY_EVENTS = (MEMORY_CREATED, MEMORY_UPDATED)
 EVENTS_OF: dict[AuditAction, tuple[str, ...]] = {
     AuditAction.MEMORY_CREATE: (MEMORY_CREATED,),
     AuditAction.MEMORY_COPY: (MEMORY_CREATED,),
+    AuditAction.MEMORY_IMPORT: (MEMORY_CREATED,),
     AuditAction.MEMORY_EXTRACT: (SESSION_EXTRACTED,),
     AuditAction.MEMORY_EDIT: (MEMORY_UPDATED,),
     AuditAction.MEMORY_CONFIRM: (MEMORY_UPDATED,),
@@ -41,6 +42,7 @@ EVENTS_OF: dict[AuditAction, tuple[str, ...]] = {
     AuditAction.SESSION_COMPACT: (MEMORY_UPDATED,),
     AuditAction.MEMORY_DELETE: (MEMORY_FORGOTTEN,),
     AuditAction.MEMORY_FORGET: (MEMORY_FORGOTTEN,),
+    AuditAction.IMPORT_UNDO: (MEMORY_FORGOTTEN,),
     AuditAction.KNOWLEDGE_PROPOSE: (CANDIDATE_WAITING,),
     # An answer report makes a candidate only when the answer scored low (see services).
     AuditAction.ANSWER_REPORT: (CANDIDATE_WAITING,),

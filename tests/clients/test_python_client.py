@@ -42,7 +42,13 @@ def _schema_operations():
     for path, methods in schema["paths"].items():
         for method, operation in methods.items():
             names = {p["name"] for p in operation.get("parameters", [])}
-            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            content = operation.get("requestBody", {}).get("content", {})
+            form = content.get("multipart/form-data")
+            if form is not None:  # A file upload: its fields are the method's parameters.
+                ref = form["schema"].get("$ref")
+                form_schema = components[ref.rsplit("/", 1)[1]] if ref else form["schema"]
+                names |= set(form_schema.get("properties", {}))
+            body = content.get("application/json")
             if body is not None:
                 ref = body["schema"].get("$ref")
                 if ref is None:
@@ -336,3 +342,11 @@ def test_a_type_checker_sees_the_answers_fields_through_both_clients(tmp_path, m
     assert errors, report
     assert all("use.py:14:" in line for line in errors), report
     assert any('"evidence_count" is not a valid TypedDict key' in line for line in errors)
+
+
+def test_the_client_uploads_a_file_to_import(hub):
+    hub.create_user("importer")
+    document = {"results": [{"id": "m1", "memory": "Owns a red bicycle"}]}
+    started = hub.import_file(json.dumps(document).encode(), user="importer", format="mem0")
+    assert (started["format"], started["total"], started["status"]) == ("mem0", 1, "queued")
+    assert hub.get_import(started["id"], user="importer")["id"] == started["id"]

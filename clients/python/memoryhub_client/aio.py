@@ -119,6 +119,10 @@ class AsyncMemoryHub:
     reject_candidate = _sends(operations.reject_candidate)
     answer_for_user = _sends(operations.answer_for_user)
     leave_to_user = _sends(operations.leave_to_user)
+    import_file = _sends(operations.import_file)
+    get_import = _sends(operations.get_import)
+    keep_imported = _sends(operations.keep_imported)
+    discard_imported = _sends(operations.discard_imported)
 
     async def _send(self, call: Call[R]) -> R:
         attempt = 0
@@ -126,7 +130,11 @@ class AsyncMemoryHub:
             attempt += 1
             try:
                 response = await self._http.request(
-                    call.method, call.path, params=call.query, json=call.body
+                    call.method,
+                    call.path,
+                    params=call.query,
+                    json=call.body if call.files is None else None,
+                    files=call.files,
                 )
             except httpx.TransportError as exc:
                 wait = self.retry.delay(attempt, None) if call.is_repeatable else None

@@ -30,6 +30,7 @@ from .responses import (
     ForgetOut,
     ForgetTaskOut,
     GraphInsightsOut,
+    ImportOut,
     HistoryOut,
     JournalListOut,
     JournalOut,
@@ -40,6 +41,7 @@ from .responses import (
     MessageOut,
     OpenItemsOut,
     ProfileOut,
+    ReviewOut,
     SearchOut,
     SessionOut,
     UserLinkOut,
@@ -101,6 +103,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "reject_candidate": ("POST", "/review/candidates/{candidate_id}/reject"),
     "answer_for_user": ("POST", "/review/candidates/{candidate_id}/answer-for-user"),
     "leave_to_user": ("POST", "/review/candidates/{candidate_id}/needs-user"),
+    "import_file": ("POST", "/imports"),
+    "get_import": ("GET", "/imports/{import_id}"),
+    "keep_imported": ("POST", "/imports/{import_id}/keep"),
+    "discard_imported": ("POST", "/imports/{import_id}/discard"),
 }
 # Writes that are safe to send twice as they are: the server treats a repeat as the same call.
 IDEMPOTENT_WRITES = frozenset(
@@ -119,6 +125,8 @@ class Call(Generic[R]):
     body: Any = None
     # True when sending it twice does no harm, so a broken connection may be retried too.
     is_repeatable: bool = False
+    # Multipart files ({field: (filename, bytes, content type)}), sent instead of a JSON body.
+    files: dict[str, tuple[str, bytes, str]] | None = None
 
 
 def _present(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,12 +159,13 @@ def _call(
     query: Mapping[str, Any] | None = None,
     body: Any = None,
     is_repeatable: bool | None = None,
+    files: dict[str, tuple[str, bytes, str]] | None = None,
 ) -> Call[Any]:
     method, template = OPERATIONS[operation]
     url = template.format(**{name: str(value) for name, value in (path or {}).items()})
     if is_repeatable is None:
         is_repeatable = method == "GET" or operation in IDEMPOTENT_WRITES
-    return Call(operation, method, url, _present(query or {}), body, is_repeatable)
+    return Call(operation, method, url, _present(query or {}), body, is_repeatable, files)
 
 
 # Users
@@ -619,3 +628,57 @@ def answer_for_user(candidate_id: str, answer: str) -> Call[DecisionOut]:
 def leave_to_user(candidate_id: str) -> Call[DecisionOut]:
     """Leave a question only the user can answer to them, as an open item (409 if paused)."""
     return _call("leave_to_user", path={"candidate_id": candidate_id})
+
+
+# Imports
+
+
+def import_file(
+    file: bytes,
+    *,
+    user: str | None = None,
+    mode: str = DEFAULT_MODE,
+    format: str | None = None,
+    trust: bool = False,
+) -> Call[ImportOut]:
+    """Upload a file to import (MemoryHub export, Mem0, ChatGPT or Claude conversations.json).
+
+    The same file twice is the same import: it is safe to send again.
+    """
+    return _call(
+        "import_file",
+        query={"user": user, "mode": mode, "format": format, "trust": trust},
+        files={"file": ("import.json", file, "application/json")},
+        is_repeatable=True,
+    )
+
+
+def get_import(
+    import_id: str, *, user: str | None = None, mode: str = DEFAULT_MODE
+) -> Call[ImportOut]:
+    """An import's progress and receipt (counts by kind, items skipped and why)."""
+    return _call("get_import", path={"import_id": import_id}, query={"user": user, "mode": mode})
+
+
+def keep_imported(
+    import_id: str,
+    *,
+    user: str | None = None,
+    mode: str = DEFAULT_MODE,
+    memory_ids: Sequence[str] | None = None,
+) -> Call[ReviewOut]:
+    """Keep the import's memories waiting for review: all, or the ones named."""
+    body = {"user": user, "mode": mode, "memory_ids": list(memory_ids) if memory_ids else None}
+    return _call("keep_imported", path={"import_id": import_id}, body=_present(body))
+
+
+def discard_imported(
+    import_id: str,
+    *,
+    user: str | None = None,
+    mode: str = DEFAULT_MODE,
+    memory_ids: Sequence[str] | None = None,
+) -> Call[ReviewOut]:
+    """Delete the import's memories waiting for review: all, or the ones named."""
+    body = {"user": user, "mode": mode, "memory_ids": list(memory_ids) if memory_ids else None}
+    return _call("discard_imported", path={"import_id": import_id}, body=_present(body))

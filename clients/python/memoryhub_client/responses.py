@@ -271,6 +271,35 @@ class DeliveryOut(TypedDict):
     delivered_at: str | None
 
 
+class SkippedOut(TypedDict):
+    item: str
+    reason: str
+
+
+class ImportOut(TypedDict):
+    id: str
+    mode: str
+    format: str
+    status: str
+    is_trusted: bool
+    file_size: int
+    position: int
+    total: int
+    percent: int
+    counts: dict[str, int]
+    skipped_count: int
+    skipped: list[SkippedOut]
+    error_code: str
+    error_detail: str
+    created_at: str
+    finished_at: str | None
+
+
+class ReviewOut(TypedDict):
+    count: int
+    waiting: int
+
+
 class CandidateOut(TypedDict):
     id: str
     kind: str

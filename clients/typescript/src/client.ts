@@ -5,7 +5,7 @@ import createClient, { type Client } from "openapi-fetch";
 
 import { errorFor, TransportError } from "./errors.js";
 import { DEFAULT_RETRY, parseRetryAfter, RETRY_STATUSES, retryDelay, type RetryPolicy } from "./retry.js";
-import type { components, paths } from "./schema.js";
+import type { components, operations, paths } from "./schema.js";
 
 export type Schemas = components["schemas"];
 type Json = Record<string, unknown>;
@@ -62,6 +62,10 @@ export const OPERATIONS = {
   rejectCandidate: ["POST", "/review/candidates/{candidate_id}/reject"],
   answerForUser: ["POST", "/review/candidates/{candidate_id}/answer-for-user"],
   leaveToUser: ["POST", "/review/candidates/{candidate_id}/needs-user"],
+  importFile: ["POST", "/imports"],
+  getImport: ["GET", "/imports/{import_id}"],
+  keepImported: ["POST", "/imports/{import_id}/keep"],
+  discardImported: ["POST", "/imports/{import_id}/discard"],
 } as const;
 
 // Writes that are safe to send twice: they carry an idempotency key, only read, or are
@@ -475,6 +479,55 @@ export class MemoryHub {
     return unwrap(
       this.api.POST("/api/v1/review/candidates/{candidate_id}/needs-user", {
         params: { path: { candidate_id: candidateId } },
+      }),
+    );
+  }
+
+  // Imports
+
+  /** Upload a file to import; the same file again is the same import. */
+  importFile(
+    file: Blob,
+    query: NonNullable<operations["memoryhub_api_imports_start_import"]["parameters"]["query"]> = {},
+  ) {
+    return unwrap(
+      this.api.POST("/api/v1/imports", {
+        params: { query },
+        body: { file: file as unknown as string },
+        bodySerializer: (body) => {
+          const form = new FormData();
+          form.append("file", body.file as unknown as Blob, "import.json");
+          return form;
+        },
+      }),
+    );
+  }
+
+  /** An import's progress and receipt (counts by kind, items skipped and why). */
+  getImport(importId: string, query: GetQuery<"/api/v1/imports/{import_id}"> = {}) {
+    return unwrap(
+      this.api.GET("/api/v1/imports/{import_id}", {
+        params: { path: { import_id: importId }, query },
+      }),
+    );
+  }
+
+  /** Keep the import's memories waiting for review: all, or the ones named. */
+  keepImported(importId: string, body: Schemas["ReviewIn"] = {}) {
+    return unwrap(
+      this.api.POST("/api/v1/imports/{import_id}/keep", {
+        params: { path: { import_id: importId } },
+        body,
+      }),
+    );
+  }
+
+  /** Delete the import's memories waiting for review: all, or the ones named. */
+  discardImported(importId: string, body: Schemas["ReviewIn"] = {}) {
+    return unwrap(
+      this.api.POST("/api/v1/imports/{import_id}/discard", {
+        params: { path: { import_id: importId } },
+        body,
       }),
     );
   }

@@ -1,0 +1,178 @@
+"""Agent API routes: import a file of memories or conversations, follow it, review what came in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import File, Query, Router, Schema, Status
+from ninja.files import UploadedFile
+from pydantic import Field
+
+from memoryhub.errors import NotFoundError, PermissionDeniedError
+from memoryhub.imports import review
+from memoryhub.imports import services as imports
+from memoryhub.models import ImportJob
+
+from .auth import Scope, resolve_scope
+from .schemas import ERRORS, ScopeIn
+
+router = Router(tags=["imports"])
+
+FormatName = Literal["memoryhub", "mem0", "chatgpt", "claude"]
+
+
+class ImportQuery(ScopeIn):
+    format: FormatName | None = Field(
+        default=None,
+        description=(
+            "The file's format; detected from its content when left out. memoryhub: a "
+            "MemoryHub export; mem0: Mem0's get_all or its server's memories list; chatgpt "
+            "and claude: the conversations.json of their data exports."
+        ),
+    )
+    trust: bool = Field(
+        default=False,
+        description=(
+            "Store the memories as ordinary ones, at the confidence the file gives (medium for "
+            "other services' files), instead of candidates the user reviews. Personal keys "
+            "only: an agent's import always waits for the user's review."
+        ),
+    )
+
+
+class SkippedOut(Schema):
+    item: str = Field(description="The item: its id in the file, or its place.")
+    reason: str = Field(description="Why it was not imported (already imported, empty, …).")
+
+
+class ImportOut(Schema):
+    id: UUID = Field(description="The import's id.")
+    mode: str = Field(description="The mode it imports into (a MemoryHub export keeps its own).")
+    format: str = Field(description="memoryhub, mem0, chatgpt or claude.")
+    status: str = Field(description="queued, running, done or failed.")
+    is_trusted: bool = Field(description="Imported as ordinary memories, not candidates.")
+    file_size: int = Field(description="The file's size in bytes.")
+    position: int = Field(description="Items of the file done so far.")
+    total: int = Field(description="Items in the file.")
+    percent: int = Field(description="Progress, 0 to 100.")
+    counts: dict[str, int] = Field(
+        description="What came in, by kind: memory kinds, session, message."
+    )
+    skipped_count: int = Field(description="Items not imported.")
+    skipped: list[SkippedOut] = Field(description="The first 200 items not imported, and why.")
+    error_code: str = Field(description="Why a failed import failed (empty otherwise).")
+    error_detail: str = Field(description="The failure in words, naming the line or item.")
+    created_at: datetime = Field(description="When the file was uploaded.")
+    finished_at: datetime | None = Field(description="When the import ended.")
+
+    @classmethod
+    def of(cls, job: ImportJob) -> ImportOut:
+        return cls(
+            id=job.pk,
+            mode=job.mode.slug,
+            format=job.format,
+            status=job.status,
+            is_trusted=job.is_trusted,
+            file_size=job.file_size,
+            position=job.position,
+            total=job.total,
+            percent=job.percent,
+            counts=job.counts,
+            skipped_count=job.skipped_count,
+            skipped=[SkippedOut(**entry) for entry in job.skipped],
+            error_code=job.error_code,
+            error_detail=job.error_detail,
+            created_at=job.created_at,
+            finished_at=job.finished_at,
+        )
+
+
+class ReviewIn(ScopeIn):
+    memory_ids: list[UUID] | None = Field(
+        default=None,
+        description="The memories to keep or discard; all that wait for review when left out.",
+    )
+
+
+class ReviewOut(Schema):
+    count: int = Field(description="How many memories were kept or discarded.")
+    waiting: int = Field(description="How many memories of the import still wait for review.")
+
+
+def _chunks(upload: UploadedFile) -> Iterator[bytes]:
+    yield from upload.chunks()
+
+
+def _job_of(scope: Scope, import_id: UUID) -> ImportJob:
+    # Security invariant: only the user's own imports, and only an agent's own ones for an agent.
+    job = imports.get_import(user=scope.user, job_id=import_id)
+    if scope.agent is not None and job.agent_id != scope.agent.pk:
+        raise NotFoundError("import not found")
+    return job
+
+
+@router.post(
+    "/imports",
+    response={202: ImportOut, **ERRORS},
+    summary="Import a file of memories or conversations",
+)
+def start_import(
+    request: HttpRequest, options: Query[ImportQuery], file: File[UploadedFile]
+) -> Status[ImportOut]:
+    """Upload a file (multipart, field `file`, up to MEMORYHUB_MAX_IMPORT_BYTES) and queue its
+    import. The file is checked first: not JSON, a format we do not read or a malformed item is
+    a 422 (`import_malformed`, `import_unrecognised`) naming the line or item, and nothing is
+    stored. The same file again returns the same import and changes nothing. Follow it with
+    GET /imports/{id}."""
+    scope = resolve_scope(request, options.user, options.mode)
+    if options.trust and scope.agent is not None:
+        raise PermissionDeniedError("only the user's own key may trust an import")
+    job = imports.start_import(
+        user=scope.user,
+        mode=scope.mode,
+        actor=scope.actor,
+        agent=scope.agent,
+        chunks=_chunks(file),
+        file_format=options.format,
+        is_trusted=options.trust,
+        is_single_mode=scope.agent is not None or scope.api_key.mode_id is not None,
+    )
+    job.refresh_from_db()
+    return Status(202, ImportOut.of(job))
+
+
+@router.get("/imports/{import_id}", response={200: ImportOut, **ERRORS}, summary="An import")
+def get_import(request: HttpRequest, import_id: UUID, scope_in: Query[ScopeIn]) -> ImportOut:
+    """The import's progress and, once done, its receipt: counts by kind, items skipped and why."""
+    scope = resolve_scope(request, scope_in.user, scope_in.mode)
+    return ImportOut.of(_job_of(scope, import_id))
+
+
+@router.post(
+    "/imports/{import_id}/keep",
+    response={200: ReviewOut, **ERRORS},
+    summary="Keep imported memories",
+)
+def keep_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> ReviewOut:
+    """Confirm the import's memories waiting for review, all or the ones named."""
+    scope = resolve_scope(request, body.user, body.mode)
+    job = _job_of(scope, import_id)
+    count = review.keep_imported(job=job, actor=scope.actor, memory_ids=body.memory_ids)
+    return ReviewOut(count=count, waiting=len(review.imported_candidates(job=job)))
+
+
+@router.post(
+    "/imports/{import_id}/discard",
+    response={200: ReviewOut, **ERRORS},
+    summary="Discard imported memories",
+)
+def discard_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> ReviewOut:
+    """Delete the import's memories waiting for review, all or the ones named."""
+    scope = resolve_scope(request, body.user, body.mode)
+    job = _job_of(scope, import_id)
+    count = review.discard_imported(job=job, actor=scope.actor, memory_ids=body.memory_ids)
+    return ReviewOut(count=count, waiting=len(review.imported_candidates(job=job)))
