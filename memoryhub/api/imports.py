@@ -8,7 +8,7 @@ from typing import Literal
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import File, Query, Router, Schema, Status
+from ninja import File, P, PathEx, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 from pydantic import Field
 
@@ -107,6 +107,11 @@ def _chunks(upload: UploadedFile) -> Iterator[bytes]:
     yield from upload.chunks()
 
 
+ImportId = PathEx[
+    UUID, P(description="The import's id, as POST /imports returned it; another user's is 404.")
+]
+
+
 def _job_of(scope: Scope, import_id: UUID) -> ImportJob:
     # Security invariant: only the user's own imports, and only an agent's own ones for an agent.
     job = imports.get_import(user=scope.user, job_id=import_id)
@@ -145,8 +150,12 @@ def start_import(
     return Status(202, ImportOut.of(job))
 
 
-@router.get("/imports/{import_id}", response={200: ImportOut, **ERRORS}, summary="An import")
-def get_import(request: HttpRequest, import_id: UUID, scope_in: Query[ScopeIn]) -> ImportOut:
+@router.get(
+    "/imports/{import_id}",
+    summary="Read an import's progress and receipt",
+    response={200: ImportOut, **ERRORS},
+)
+def get_import(request: HttpRequest, import_id: ImportId, scope_in: Query[ScopeIn]) -> ImportOut:
     """The import's progress and, once done, its receipt: counts by kind, items skipped and why."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)
     return ImportOut.of(_job_of(scope, import_id))
@@ -157,7 +166,7 @@ def get_import(request: HttpRequest, import_id: UUID, scope_in: Query[ScopeIn]) 
     response={200: ReviewOut, **ERRORS},
     summary="Keep imported memories",
 )
-def keep_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> ReviewOut:
+def keep_imported(request: HttpRequest, import_id: ImportId, body: ReviewIn) -> ReviewOut:
     """Confirm the import's memories waiting for review, all or the ones named."""
     scope = resolve_scope(request, body.user, body.mode)
     job = _job_of(scope, import_id)
@@ -170,7 +179,7 @@ def keep_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> Revi
     response={200: ReviewOut, **ERRORS},
     summary="Discard imported memories",
 )
-def discard_imported(request: HttpRequest, import_id: UUID, body: ReviewIn) -> ReviewOut:
+def discard_imported(request: HttpRequest, import_id: ImportId, body: ReviewIn) -> ReviewOut:
     """Delete the import's memories waiting for review, all or the ones named."""
     scope = resolve_scope(request, body.user, body.mode)
     job = _job_of(scope, import_id)

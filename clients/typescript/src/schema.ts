@@ -689,7 +689,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * An import
+         * Read an import's progress and receipt
          * @description The import's progress and, once done, its receipt: counts by kind, items skipped and why.
          */
         get: operations["memoryhub_api_imports_get_import"];
@@ -8033,6 +8033,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The import's id, as POST /imports returned it; another user's is 404. */
                 import_id: string;
             };
             cookie?: never;
@@ -8166,6 +8167,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The import's id, as POST /imports returned it; another user's is 404. */
                 import_id: string;
             };
             cookie?: never;
@@ -8303,6 +8305,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The import's id, as POST /imports returned it; another user's is 404. */
                 import_id: string;
             };
             cookie?: never;
