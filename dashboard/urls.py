@@ -41,6 +41,7 @@ urlpatterns = [
     path("agents/<uuid:agent_id>/block/", account.agent_block, name="agent_block"),
     path("agents/<uuid:agent_id>/unblock/", account.agent_unblock, name="agent_unblock"),
     path("agents/<uuid:agent_id>/export/", account.agent_export, name="agent_export"),
+    path("agents/<uuid:agent_id>/import/", account.agent_import, name="agent_import"),
     path("keys/", account.keys, name="keys"),
     path("keys/<int:key_id>/revoke/", account.key_revoke, name="key_revoke"),
     path("access/", account.access_log, name="access_log"),

@@ -151,6 +151,12 @@ class InvalidAsOfError(InvalidInputError):
     code = "invalid_as_of"
 
 
+class ImportNotAllowedError(PermissionDeniedError):
+    """An agent uploading an import without the user's "may import" permission."""
+
+    code = "import_not_allowed"
+
+
 class ExportNotAllowedError(PermissionDeniedError):
     """An agent asking for the user's export without the user's "may export" permission."""
 

@@ -151,19 +151,49 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
 @login_required
 def agent_export(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
     """Let an agent export all the user's data through the API, or stop it (`allow` on/off)."""
+    return _set_agent_permission(
+        request,
+        agent_id,
+        AgentPermission.EXPORT,
+        allowed="“{name}” may now export all your data.",
+        stopped="“{name}” can no longer export your data.",
+    )
+
+
+@require_POST
+@login_required
+def agent_import(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
+    """Let an agent upload files to import into the user's memory, or stop it (`allow` on/off).
+
+    What it imports still waits for the user's review.
+    """
+    return _set_agent_permission(
+        request,
+        agent_id,
+        AgentPermission.IMPORT,
+        allowed="“{name}” may now import files for you; you review what they bring.",
+        stopped="“{name}” can no longer import files for you.",
+    )
+
+
+def _set_agent_permission(
+    request: AuthedRequest,
+    agent_id: UUID,
+    permission: AgentPermission,
+    *,
+    allowed: str,
+    stopped: str,
+) -> HttpResponse:
     agent = _agent_or_404(request, agent_id)
     is_allowed = request.POST.get("allow") == "on"
     set_agent_permission(
         user=request.user,
         agent=agent,
-        permission=AgentPermission.EXPORT,
+        permission=permission,
         is_allowed=is_allowed,
         actor=actor_of(request),
     )
-    if is_allowed:
-        messages.success(request, f"“{agent.name}” may now export all your data.")
-    else:
-        messages.success(request, f"“{agent.name}” can no longer export your data.")
+    messages.success(request, (allowed if is_allowed else stopped).format(name=agent.name))
     return redirect("dashboard:agents")
 
 

@@ -12,10 +12,13 @@ from ninja import File, P, PathEx, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 from pydantic import Field
 
-from memoryhub.errors import NotFoundError, PermissionDeniedError
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
+from memoryhub.errors import ImportNotAllowedError, NotFoundError, PermissionDeniedError
 from memoryhub.imports import review
 from memoryhub.imports import services as imports
-from memoryhub.models import ImportJob
+from memoryhub.models import Agent, AgentPermission, ImportJob
+from memoryhub.queries.connections import is_agent_allowed
 
 from .auth import Scope, resolve_scope
 from .schemas import ERRORS, ScopeIn
@@ -112,6 +115,22 @@ ImportId = PathEx[
 ]
 
 
+def check_agent_may_import(scope: Scope, agent: Agent) -> None:
+    """Raise ImportNotAllowedError unless the user turned "may import" on for this agent.
+
+    Security invariant: an agent brings a file into someone's memory only with their consent
+    (dashboard, Agents; off by default), and even then its items wait for the user's review.
+    """
+    if not is_agent_allowed(user=scope.user, agent=agent, permission=AgentPermission.IMPORT):
+        record_access(
+            actor=scope.actor, subject_user_id=scope.user.pk, action=AuditAction.IMPORT_REFUSED
+        )
+        raise ImportNotAllowedError(
+            "the user has not allowed this agent to import files into their memory "
+            "(dashboard: Agents)"
+        )
+
+
 def _job_of(scope: Scope, import_id: UUID) -> ImportJob:
     # Security invariant: only the user's own imports, and only an agent's own ones for an agent.
     job = imports.get_import(user=scope.user, job_id=import_id)
@@ -131,9 +150,12 @@ def start_import(
     """Upload a file (multipart, field `file`, up to MEMORYHUB_MAX_IMPORT_BYTES) and queue its
     import. The file is checked first: not JSON, a format we do not read or a malformed item is
     a 422 (`import_malformed`, `import_unrecognised`) naming the line or item, and nothing is
-    stored. The same file again returns the same import and changes nothing. Follow it with
-    GET /imports/{id}."""
+    stored. The same file again returns the same import and changes nothing. An agent needs the
+    user's "may import" permission (dashboard, Agents; 403 `import_not_allowed` otherwise) and
+    its import always waits for the user's review. Follow it with GET /imports/{id}."""
     scope = resolve_scope(request, options.user, options.mode)
+    if scope.agent is not None:
+        check_agent_may_import(scope, scope.agent)
     if options.trust and scope.agent is not None:
         raise PermissionDeniedError("only the user's own key may trust an import")
     job = imports.start_import(

@@ -106,6 +106,11 @@ class AuditAction(StrEnum):
         "asked to export all your data (you did not allow it)",
         Changes.NOTHING,
     )
+    IMPORT_REFUSED = (
+        "import.refused",
+        "tried to import a file into your memory (you did not allow it)",
+        Changes.NOTHING,
+    )
     # Roles, users and the logins linked to them.
     ROLE_GRANT_REVIEWER = "role.grant_reviewer", "made you a reviewer", Changes.STATE
     ROLE_GRANT_ADMIN = "role.grant_admin", "made you an admin", Changes.STATE

@@ -20,6 +20,11 @@ class Migration(migrations.Migration):
             field=models.CharField(choices=[('explicit', 'Explicit'), ('extracted', 'Extracted'), ('agent', 'Agent'), ('reviewer', 'Reviewer'), ('user', 'User'), ('system', 'System'), ('imported', 'Imported')], default='agent', max_length=10),
         ),
         migrations.AlterField(
+            model_name='agentgrant',
+            name='permission',
+            field=models.CharField(choices=[('export', 'export all my data'), ('import', 'import files of memories or conversations for me')], max_length=16),
+        ),
+        migrations.AlterField(
             model_name='memoryversion',
             name='source',
             field=models.CharField(blank=True, choices=[('explicit', 'Explicit'), ('extracted', 'Extracted'), ('agent', 'Agent'), ('reviewer', 'Reviewer'), ('user', 'User'), ('system', 'System'), ('imported', 'Imported')], max_length=10),

@@ -236,6 +236,7 @@ class AgentPermission(models.TextChoices):
     """What a user may allow one agent beyond reading and writing memory (default: nothing)."""
 
     EXPORT = "export", "export all my data"
+    IMPORT = "import", "import files of memories or conversations for me"
 
 
 class AgentGrant(models.Model):

@@ -18,6 +18,8 @@ class ConnectedAgent:
     is_blocked: bool
     # The user let this agent export all their data (GET /export); off unless turned on.
     can_export: bool
+    # The user let this agent upload files to import (POST /imports); off unless turned on.
+    can_import: bool
     session_count: int
     last_seen_at: datetime | None
 
@@ -34,11 +36,13 @@ def list_connected_agents(*, user: User) -> list[ConnectedAgent]:
         .values_list("agent_id", "sessions", "last_seen_at")
     }
     blocked = set(AgentBlock.objects.filter(user=user).values_list("agent_id", flat=True))
-    exporters = set(
-        AgentGrant.objects.filter(user=user, permission=AgentPermission.EXPORT).values_list(
-            "agent_id", flat=True
-        )
-    )
+    grants = AgentGrant.objects.filter(user=user).values_list("agent_id", "permission")
+    exporters = {
+        agent_id for agent_id, permission in grants if permission == AgentPermission.EXPORT
+    }
+    importers = {
+        agent_id for agent_id, permission in grants if permission == AgentPermission.IMPORT
+    }
     agents = Agent.objects.filter(workspace_id=user.workspace_id).order_by("name")
     return [
         ConnectedAgent(
@@ -46,6 +50,7 @@ def list_connected_agents(*, user: User) -> list[ConnectedAgent]:
             name=agent.name,
             is_blocked=agent.pk in blocked,
             can_export=agent.pk in exporters,
+            can_import=agent.pk in importers,
             session_count=seen.get(agent.pk, (0, None))[0],
             last_seen_at=seen.get(agent.pk, (0, None))[1],
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memoryhub.audit.log import subject_pseudonym
-from memoryhub.models import AgentBlock, AuditEntry, ImportJob, Memory
+from memoryhub.models import AgentBlock, AgentGrant, AgentPermission, AuditEntry, ImportJob, Memory
 from memoryhub.services.agents import create_personal_key
 from tests import factories
 from tests.imports.files import as_bytes, committed, mem0_memories
@@ -21,6 +22,27 @@ def _upload(client, key, data: bytes, **params):
             {"file": SimpleUploadedFile("memories.json", data, "application/json")},
             headers={"Authorization": f"Bearer {key}"},
         )
+
+
+@pytest.fixture(autouse=True)
+def _the_user_lets_the_agent_import(request):
+    """The user turned "may import" on for the test's agent (dashboard, Agents)."""
+    if "agent_and_key" in request.fixturenames:
+        agent, _ = request.getfixturevalue("agent_and_key")
+        user = request.getfixturevalue("user")
+        AgentGrant.objects.create(user=user, agent=agent, permission=AgentPermission.IMPORT)
+
+
+def test_an_agent_the_user_did_not_allow_cannot_import(client, user, eager):
+    _, key = factories.make_agent(user.workspace, "not allowed")
+    response = _upload(client, key, as_bytes(mem0_memories()), user=user.external_id)
+    assert response.status_code == 403 and response.json()["code"] == "import_not_allowed"
+    assert not ImportJob.objects.filter(user=user).exists()
+    assert not Memory.all_owners.filter(user=user).exists()
+    actions = AuditEntry.objects.filter(subject=subject_pseudonym(user.pk)).values_list(
+        "action", flat=True
+    )
+    assert "import.refused" in set(actions)
 
 
 def test_an_agent_imports_mem0_memories_for_review(client, user, agent_and_key, eager):
@@ -157,3 +179,24 @@ def test_another_users_import_does_not_exist(client, user, other_user, agent_and
 def test_importing_needs_a_key(client):
     response = client.post(f"{API}/imports", {"file": SimpleUploadedFile("a.json", b"[]")})
     assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
+
+
+def test_the_dashboard_turns_may_import_on_and_off(client, user, eager):
+    agent, key = factories.make_agent(user.workspace, "assistant")
+    client.force_login(user)
+    page = client.get("/dashboard/agents/").content.decode()
+    assert "Let assistant import" in page and "may import files for you" not in page
+    client.post(f"/dashboard/agents/{agent.pk}/import/", {"allow": "on"})
+    assert "may import files for you" in client.get("/dashboard/agents/").content.decode()
+    assert _upload(client, key, as_bytes(mem0_memories()), user=user.external_id).status_code == 202
+    # Exporting is another permission: still refused.
+    exported = client.get(
+        f"{API}/export", {"user": user.external_id}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert exported.status_code == 403
+    client.post(f"/dashboard/agents/{agent.pk}/import/", {"allow": "off"})
+    assert "Let assistant import" in client.get("/dashboard/agents/").content.decode()
+    refused = _upload(client, key, as_bytes(mem0_memories()), user=user.external_id)
+    assert refused.status_code == 403 and refused.json()["code"] == "import_not_allowed"
+    actions = list(AuditEntry.objects.values_list("action", flat=True))
+    assert actions.count("agent.allow") == 1 and actions.count("agent.disallow") == 1

@@ -345,7 +345,12 @@ def test_a_type_checker_sees_the_answers_fields_through_both_clients(tmp_path, m
 
 
 def test_the_client_uploads_a_file_to_import(hub):
-    hub.create_user("importer")
+    from memoryhub.models import Agent, AgentGrant, AgentPermission, User
+
+    importer = User.objects.get(pk=hub.create_user("importer")["id"])
+    # The user lets the agent import (dashboard, Agents): the workspace's only agent.
+    agent = Agent.objects.get(workspace_id=importer.workspace_id)
+    AgentGrant.objects.create(user=importer, agent=agent, permission=AgentPermission.IMPORT)
     document = {"results": [{"id": "m1", "memory": "Owns a red bicycle"}]}
     started = hub.import_file(json.dumps(document).encode(), user="importer", format="mem0")
     assert (started["format"], started["total"], started["status"]) == ("mem0", 1, "queued")

@@ -671,8 +671,9 @@ export interface paths {
          * @description Upload a file (multipart, field `file`, up to MEMORYHUB_MAX_IMPORT_BYTES) and queue its
          *     import. The file is checked first: not JSON, a format we do not read or a malformed item is
          *     a 422 (`import_malformed`, `import_unrecognised`) naming the line or item, and nothing is
-         *     stored. The same file again returns the same import and changes nothing. Follow it with
-         *     GET /imports/{id}.
+         *     stored. The same file again returns the same import and changes nothing. An agent needs the
+         *     user's "may import" permission (dashboard, Agents; 403 `import_not_allowed` otherwise) and
+         *     its import always waits for the user's review. Follow it with GET /imports/{id}.
          */
         post: operations["memoryhub_api_imports_start_import"];
         delete?: never;
