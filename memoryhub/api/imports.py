@@ -25,7 +25,7 @@ from .schemas import ERRORS, ScopeIn
 
 router = Router(tags=["imports"])
 
-FormatName = Literal["memoryhub", "mem0", "chatgpt", "claude"]
+FormatName = Literal["memoryhub", "mem0", "openmemory", "chatgpt", "claude"]
 
 
 class ImportQuery(ScopeIn):
@@ -33,8 +33,9 @@ class ImportQuery(ScopeIn):
         default=None,
         description=(
             "The file's format; detected from its content when left out. memoryhub: a "
-            "MemoryHub export; mem0: Mem0's get_all or its server's memories list; chatgpt "
-            "and claude: the conversations.json of their data exports."
+            "MemoryHub export; mem0: Mem0's get_all or its server's memories list; openmemory: "
+            "the memories.json inside OpenMemory's backup zip (archived and deleted memories "
+            "are skipped); chatgpt and claude: the conversations.json of their data exports."
         ),
     )
     trust: bool = Field(

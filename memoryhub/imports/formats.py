@@ -1,4 +1,4 @@
-"""Tell an import file's format, and read MemoryHub exports and Mem0 memories as records.
+"""Tell an import file's format, and read MemoryHub exports, Mem0 and OpenMemory memories.
 
 One memory or one conversation is held at a time, never the whole file (ijson, streams.py).
 Every reader raises ImportFileError naming the line (bad JSON) or the item (a wrong shape); no
@@ -37,6 +37,7 @@ from .streams import (
 __all__ = ["Opener", "detect_format", "read_records"]
 
 MEMORYHUB_FORMAT = "memoryhub-export/1"
+ZIP_MAGIC = b"PK\x03\x04"
 # How far into the file detection looks before it gives up.
 DETECTION_EVENTS = 2000
 _MEM0_PREFERENCE_CATEGORIES = frozenset({"user_preferences", "preferences"})
@@ -44,6 +45,13 @@ _MEM0_PREFERENCE_CATEGORIES = frozenset({"user_preferences", "preferences"})
 
 def detect_format(opener: Opener) -> str:
     """Tell the format from the first items of the file; raise ImportFileError if none fits."""
+    with opener() as stream:
+        if stream.read(4) == ZIP_MAGIC:
+            raise ImportFileError(
+                "the file is a zip archive: unzip it first (from OpenMemory's backup, upload "
+                "its memories.json)",
+                code="import_unrecognised",
+            )
     top_keys: set[str] = set()
     item_keys: set[str] = set()
     for count, (prefix, event, value) in enumerate(events_of(opener)):
@@ -53,6 +61,9 @@ def detect_format(opener: Opener) -> str:
             top_keys.add(value)
             if value == "results":
                 return ImportFormat.MEM0
+            # OpenMemory's backup (memories.json of its export zip) opens with user, then apps.
+            if value == "export_meta" or {"user", "apps"} <= top_keys:
+                return ImportFormat.OPENMEMORY
         if prefix in ("item", "results.item") and event == "map_key":
             item_keys.add(value)
         if (prefix == "item" and event == "end_map") or count > DETECTION_EVENTS:
@@ -64,8 +75,8 @@ def detect_format(opener: Opener) -> str:
     if "memory" in item_keys:
         return ImportFormat.MEM0
     raise ImportFileError(
-        "the file is none of the formats we read (a MemoryHub export, Mem0 memories, or a "
-        "ChatGPT or Claude conversations.json)",
+        "the file is none of the formats we read (a MemoryHub export, Mem0 memories, "
+        "OpenMemory's memories.json, or a ChatGPT or Claude conversations.json)",
         code="import_unrecognised",
     )
 
@@ -209,6 +220,58 @@ def _read_mem0(opener: Opener) -> Iterator[Record]:
         yield _mem0_memory(value, f"item {index}")
 
 
+# OpenMemory (mem0's self-hosted server): memories.json of the zip its backup route exports:
+# {"user", "apps", "categories": [{id, name}], "memories": [{id, content, metadata, state,
+# created_at, updated_at, category_ids}], "status_history", ...}.
+
+# Archived and deleted memories were put away by their owner: not brought back.
+_OPENMEMORY_PUT_AWAY = {"archived": "archived in OpenMemory", "deleted": "deleted in OpenMemory"}
+
+
+def _openmemory_memory(raw: Any, categories: dict[str, str], where: str) -> Record:
+    item = require_object(raw, where)
+    text = item.get("content")
+    if not isinstance(text, str):
+        raise ImportFileError(f"{where} has no 'content' text")
+    source_id = id_of(item.get("id"))
+    key = f"openmemory:{source_id}" if source_id else content_key("openmemory", text)
+    label = f"memory {source_id}" if source_id else where
+    state = str(item.get("state") or "active")
+    if state in _OPENMEMORY_PUT_AWAY:
+        return SkippedRecord(key=key, label=label, reason=_OPENMEMORY_PUT_AWAY[state])
+    if not text.strip():
+        return SkippedRecord(key=key, label=label, reason="empty memory")
+    ids = item.get("category_ids")
+    names = [categories.get(str(i), str(i)) for i in ids] if isinstance(ids, list) else []
+    payload: dict[str, Any] = {"imported_from": "openmemory", "categories": names}
+    if source_id:
+        payload["openmemory_id"] = source_id
+    metadata = item.get("metadata")
+    if isinstance(metadata, dict) and metadata:
+        payload["metadata"] = metadata
+    created_at = parse_when(item.get("created_at"), where=label)
+    return MemoryRecord(
+        key=key,
+        label=label,
+        kind="preference" if _MEM0_PREFERENCE_CATEGORIES & set(names) else "fact",
+        content=text,
+        payload=payload,
+        created_at=created_at,
+        updated_at=parse_when(item.get("updated_at"), where=label) or created_at,
+    )
+
+
+def _read_openmemory(opener: Opener) -> Iterator[Record]:
+    # Two passes: the category names (a short list) first, then one memory at a time.
+    categories: dict[str, str] = {}
+    for _, value in objects_at(events_of(opener), frozenset({"categories.item"})):
+        if isinstance(value, dict) and value.get("id") is not None:
+            categories[str(value["id"])] = str(value.get("name") or value["id"])
+    memories = objects_at(events_of(opener), frozenset({"memories.item"}))
+    for index, (_, value) in enumerate(memories):
+        yield _openmemory_memory(value, categories, f"memory {index}")
+
+
 def read_records(opener: Opener, file_format: str) -> Iterator[Record]:
     """The file's records in a stable order (a resumed import skips the first ones)."""
     if file_format == ImportFormat.MEMORYHUB:
@@ -219,4 +282,6 @@ def read_records(opener: Opener, file_format: str) -> Iterator[Record]:
         return read_conversations(opener, chatgpt_conversation)
     if file_format == ImportFormat.CLAUDE:
         return read_conversations(opener, claude_conversation)
+    if file_format == ImportFormat.OPENMEMORY:
+        return _read_openmemory(opener)
     raise ImportFileError(f"unknown format {file_format!r}", code="import_unrecognised")

@@ -37,7 +37,7 @@ class Migration(migrations.Migration):
                 ('actor_id', models.CharField(max_length=64)),
                 ('actor_label', models.CharField(blank=True, max_length=200)),
                 ('actor_channel', models.CharField(max_length=16)),
-                ('format', models.CharField(choices=[('memoryhub', 'MemoryHub export'), ('mem0', 'Mem0 memories'), ('chatgpt', 'ChatGPT conversations'), ('claude', 'Claude conversations')], max_length=16)),
+                ('format', models.CharField(choices=[('memoryhub', 'MemoryHub export'), ('mem0', 'Mem0 memories'), ('chatgpt', 'ChatGPT conversations'), ('claude', 'Claude conversations'), ('openmemory', 'OpenMemory backup')], max_length=16)),
                 ('file_sha256', models.CharField(max_length=64)),
                 ('file_size', models.BigIntegerField(default=0)),
                 ('file_path', models.CharField(blank=True, max_length=500)),

@@ -23,6 +23,7 @@ class ImportFormat(models.TextChoices):
     MEM0 = "mem0", "Mem0 memories"
     CHATGPT = "chatgpt", "ChatGPT conversations"
     CLAUDE = "claude", "Claude conversations"
+    OPENMEMORY = "openmemory", "OpenMemory backup"
 
 
 class ImportJob(models.Model):

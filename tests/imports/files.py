@@ -155,3 +155,66 @@ def mem0_memories() -> dict:
 
 def as_bytes(document) -> bytes:
     return json.dumps(document, indent=2).encode()
+
+
+def openmemory_backup() -> dict:
+    """The memories.json of OpenMemory's backup zip (mem0's openmemory/api/app/routers/backup.py)."""
+    user_id = "3e0c7a52-0000-4000-8000-0000000000aa"
+    app_id = "3e0c7a52-0000-4000-8000-0000000000bb"
+    preferences, work = (
+        "c1000000-0000-4000-8000-000000000001",
+        "c1000000-0000-4000-8000-000000000002",
+    )
+
+    def memory(number, content, state, category_ids):
+        return {
+            "id": f"a0000000-0000-4000-8000-00000000000{number}",
+            "user_id": user_id,
+            "app_id": app_id,
+            "content": content,
+            "metadata": {"source_app": "cursor"} if number == 1 else {},
+            "state": state,
+            "created_at": f"2025-03-0{number}T09:30:00+00:00",
+            "updated_at": f"2025-03-0{number}T10:00:00+00:00",
+            "archived_at": "2025-04-01T00:00:00+00:00" if state == "archived" else None,
+            "deleted_at": "2025-04-02T00:00:00+00:00" if state == "deleted" else None,
+            "category_ids": category_ids,
+        }
+
+    return {
+        "user": {
+            "id": user_id,
+            "user_id": "sam",
+            "name": "Sam",
+            "email": None,
+            "metadata": {},
+            "created_at": "2025-03-01T00:00:00+00:00",
+            "updated_at": None,
+        },
+        "apps": [
+            {
+                "id": app_id,
+                "owner_id": user_id,
+                "name": "cursor",
+                "description": None,
+                "metadata": {},
+                "is_active": True,
+                "created_at": "2025-03-01T00:00:00+00:00",
+                "updated_at": None,
+            }
+        ],
+        "categories": [
+            {"id": preferences, "name": "user_preferences", "description": None},
+            {"id": work, "name": "work", "description": None},
+        ],
+        "memories": [
+            memory(1, "Prefers tabs over spaces", "active", [preferences]),
+            memory(2, "Leads the billing team", "paused", [work]),
+            memory(3, "Was learning Rust", "archived", [work]),
+            memory(4, "Lived in Leeds", "deleted", []),
+        ],
+        "memory_categories": [],
+        "status_history": [],
+        "access_controls": [],
+        "export_meta": {"app_id_filter": None, "version": "1", "generated_at": "2025-05-01"},
+    }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,7 +38,16 @@ from .files import (
     claude_conversations,
     committed,
     mem0_memories,
+    openmemory_backup,
 )
+
+
+def _zipped(document: dict) -> bytes:
+    """OpenMemory's backup as its route sends it: a zip holding memories.json."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("memories.json", json.dumps(document))
+    return archive.getvalue()
 
 
 def _import(user, data: bytes, *, trust=False, file_format=None, actor=None):
@@ -224,6 +235,31 @@ def test_a_plain_mem0_list_is_read_too(user, embedder, eager):
     assert len(_contents(user)) == 2
 
 
+def test_an_openmemory_backup_brings_its_live_memories_and_skips_put_away_ones(
+    user, embedder, eager
+):
+    job = _import(user, as_bytes(openmemory_backup()))
+    job.refresh_from_db()
+    assert job.format == "openmemory" and job.status == "done", job.error_detail
+    assert job.counts == {"preference": 1, "fact": 1}
+    assert sorted(entry["reason"] for entry in job.skipped) == [
+        "archived in OpenMemory",
+        "deleted in OpenMemory",
+    ]
+    cipher = cipher_for(user)
+    items = {
+        decrypt_memory(row, cipher).content: decrypt_memory(row, cipher)
+        for row in memories_of(user=user, mode=factories.mode_of(user))
+    }
+    assert set(items) == {"Prefers tabs over spaces", "Leads the billing team"}
+    tabs = items["Prefers tabs over spaces"]
+    assert (tabs.kind, tabs.status, tabs.source) == ("preference", "candidate", "imported")
+    assert tabs.created_at == datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
+    assert tabs.payload["categories"] == ["user_preferences"]
+    assert tabs.payload["openmemory_id"] == "a0000000-0000-4000-8000-000000000001"
+    assert items["Leads the billing team"].payload["categories"] == ["work"]
+
+
 def test_chatgpt_conversations_become_past_sessions_and_are_extracted(user, embedder, eager):
     job = _import(user, as_bytes(chatgpt_conversations()))
     job.refresh_from_db()
@@ -329,6 +365,7 @@ def test_an_interrupted_import_resumes_where_it_stopped(user, embedder, monkeypa
             "conversation 1",
         ),
         (b'{"hello": "world"}', "import_unrecognised", "none of the formats"),
+        (_zipped(openmemory_backup()), "import_unrecognised", "unzip it first"),
         (b"", "import_unrecognised", "empty"),
         (b'[{"memory": "ok", "created_at": "yesterday"}]', "import_malformed", "item 0"),
     ],

@@ -2506,9 +2506,9 @@ export interface components {
             mode?: string;
             /**
              * Format
-             * @description The file's format; detected from its content when left out. memoryhub: a MemoryHub export; mem0: Mem0's get_all or its server's memories list; chatgpt and claude: the conversations.json of their data exports.
+             * @description The file's format; detected from its content when left out. memoryhub: a MemoryHub export; mem0: Mem0's get_all or its server's memories list; openmemory: the memories.json inside OpenMemory's backup zip (archived and deleted memories are skipped); chatgpt and claude: the conversations.json of their data exports.
              */
-            format?: ("memoryhub" | "mem0" | "chatgpt" | "claude") | null;
+            format?: ("memoryhub" | "mem0" | "openmemory" | "chatgpt" | "claude") | null;
             /**
              * Trust
              * @description Store the memories as ordinary ones, at the confidence the file gives (medium for other services' files), instead of candidates the user reviews. Personal keys only: an agent's import always waits for the user's review.
@@ -7881,8 +7881,8 @@ export interface operations {
                 user?: string | null;
                 /** @description The memory mode (slug, e.g. personal or work); memories never cross modes. Defaults to personal. An unknown mode, or one the key may not use, is 404. */
                 mode?: string;
-                /** @description The file's format; detected from its content when left out. memoryhub: a MemoryHub export; mem0: Mem0's get_all or its server's memories list; chatgpt and claude: the conversations.json of their data exports. */
-                format?: ("memoryhub" | "mem0" | "chatgpt" | "claude") | null;
+                /** @description The file's format; detected from its content when left out. memoryhub: a MemoryHub export; mem0: Mem0's get_all or its server's memories list; openmemory: the memories.json inside OpenMemory's backup zip (archived and deleted memories are skipped); chatgpt and claude: the conversations.json of their data exports. */
+                format?: ("memoryhub" | "mem0" | "openmemory" | "chatgpt" | "claude") | null;
                 /** @description Store the memories as ordinary ones, at the confidence the file gives (medium for other services' files), instead of candidates the user reviews. Personal keys only: an agent's import always waits for the user's review. */
                 trust?: boolean;
             };
