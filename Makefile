@@ -35,6 +35,7 @@ $(TS_STAMP): $(TS_CLIENT)/package-lock.json
 
 setup: $(STAMP) ## Create the virtualenv and install everything the app needs (reuses what exists)
 	$(BIN)/python manage.py export_embedding_model
+	$(BIN)/python manage.py compile_catalogue
 
 run: setup ## Start the embedded database, migrate, load demo data, serve web + worker + beat
 	DEBUG=true $(BIN)/python manage.py runstack

@@ -163,6 +163,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "memoryhub.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -312,7 +313,12 @@ AUTHENTICATION_BACKENDS = [
     "allauth.account.auth_backends.AuthenticationBackend",
 ]
 
-LANGUAGE_CODE = "en-us"
+# English and French: LocaleMiddleware follows the language chosen in the header or account
+# settings (a cookie), else the browser's Accept-Language. The French catalogue lives in parts
+# under locale/fr/LC_MESSAGES/parts and is compiled by `manage.py compile_catalogue` (make setup).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("fr", "Français")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from allauth.mfa.models import Authenticator
 from django.core.cache import cache
+from django.core.management import call_command
 from django.db import connection
 from psycopg import sql
 
@@ -14,6 +15,12 @@ from memoryhub.embeddings import Embedder, default_embedder
 from memoryhub.services.access import access_buffer
 from memoryhub.services.ratelimit import invalid_key_counter
 from tests import factories
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _catalogues_compiled():
+    """The French catalogue compiled from its parts, as `make setup` does, before any page."""
+    call_command("compile_catalogue", verbosity=0)
 
 
 @pytest.fixture(autouse=True, scope="session")
