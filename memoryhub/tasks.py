@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from memoryhub import graph
 from memoryhub.audit.log import verify_chain
-from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.extraction import ExtractionError
 from memoryhub.imports import services as import_services
@@ -84,7 +83,7 @@ def _task(
 def extract_session(session_id: str) -> str | None:
     """Extract an ended session into memories; running it twice writes nothing twice."""
     try:
-        run = ingest.run_extraction(session_id=session_id, embedder=default_embedder())
+        run = ingest.run_extraction(session_id=session_id)
     except NotFoundError:
         # Deleted since it was queued (account deletion, forget): nothing left to do.
         logger.info("session %s no longer exists; extraction dropped", session_id)
@@ -144,29 +143,27 @@ def decay_memories() -> int:
 @_task("memoryhub.apply_retention", soft_time_limit=1700, time_limit=1800)
 def apply_retention() -> dict[str, int]:
     """Forget what is past each user's retention limit; return counts by kind."""
-    return retention.apply_retention(embedder=default_embedder()).counts
+    return retention.apply_retention().counts
 
 
 # Below the broker's visibility timeout (an hour by default; memoryhub/celery.py checks it).
 @_task("memoryhub.consolidate_memories", soft_time_limit=3200, time_limit=3300)
 def consolidate_memories() -> int:
     """Build themes from settled episodes and merge duplicate facts; return themes written."""
-    return consolidate.consolidate_all(embedder=default_embedder()).themes
+    return consolidate.consolidate_all().themes
 
 
 @_task("memoryhub.compact_threads", soft_time_limit=1700, time_limit=1800)
 def compact_threads() -> int:
     """Summarise the older messages of long threads; return how many messages were folded."""
     active_since = timezone.now() - compaction.ACTIVE_WINDOW
-    return compaction.compact_long_threads(
-        embedder=default_embedder(), active_since=active_since
-    ).messages
+    return compaction.compact_long_threads(active_since=active_since).messages
 
 
 @_task("memoryhub.run_forget_task", soft_time_limit=1740, time_limit=1800)
 def run_forget_task(task_id: str) -> dict[str, int]:
     """Run a forget by query queued by a request; return its counts by kind (idempotent)."""
-    task = forget_tasks.run_forget_task(task_id=task_id, embedder=default_embedder())
+    task = forget_tasks.run_forget_task(task_id=task_id)
     return dict(task.counts)
 
 
@@ -187,7 +184,6 @@ def forget_data(
         since=since,
         until=until,
         topic=topic,
-        embedder=default_embedder(),
     ).counts
 
 
@@ -252,7 +248,7 @@ def send_due_webhooks() -> int:
 def run_import(job_id: str) -> str | None:
     """Import an uploaded file from where it got to (imports/services.py); safe to run twice."""
     try:
-        job = import_services.run_import(job_id=job_id, embedder=default_embedder())
+        job = import_services.run_import(job_id=job_id)
     except NotFoundError:
         # The user was deleted (and the job with them) since it was queued.
         logger.info("import %s no longer exists; dropped", job_id)

@@ -21,7 +21,7 @@ from accounts.roles import has_totp, is_reviewer
 from memoryhub.actors import Actor
 from memoryhub.api.auth import ApiKeyAuth, request_key
 from memoryhub.api.schemas import ERRORS
-from memoryhub.embeddings import default_embedder
+from memoryhub.embeddings import embedder_for_workspace
 from memoryhub.errors import PermissionDeniedError
 from memoryhub.http import client_ip
 from memoryhub.models import ActorType, ApiKey, Channel, LearningCandidate, User
@@ -250,7 +250,7 @@ def approve_candidate(
         candidate_id=candidate_id,
         reviewer=reviewer,
         actor=actor,
-        embedder=default_embedder(),
+        embedder=embedder_for_workspace(reviewer.workspace),
         question=payload.question,
         answer=payload.answer,
         apply_to_group=payload.apply_to_group,
@@ -322,7 +322,7 @@ def answer_for_user(
         candidate_id=candidate_id,
         reviewer=reviewer,
         actor=actor,
-        embedder=default_embedder(),
+        embedder=embedder_for_workspace(reviewer.workspace),
         answer=payload.answer,
     )
     return _left_to_user(candidate_id, reviewer, LearningCandidate.Status.ANSWERED)
@@ -345,6 +345,6 @@ def needs_user(request: HttpRequest, candidate_id: CandidateId) -> DecisionOut:
         candidate_id=candidate_id,
         reviewer=reviewer,
         actor=actor,
-        embedder=default_embedder(),
+        embedder=embedder_for_workspace(reviewer.workspace),
     )
     return _left_to_user(candidate_id, reviewer, LearningCandidate.Status.NEEDS_USER)

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from accounts.roles import require_reviewer
 from memoryhub.actors import Actor
-from memoryhub.embeddings import default_embedder
+from memoryhub.embeddings import embedder_for_workspace
 from memoryhub.errors import ConflictError, MemoryHubError
 from memoryhub.http import AuthedRequest, domain_errors_as_http, redirect_after_post, staff_actor
 from memoryhub.knowledge import documents as knowledge
@@ -137,7 +137,7 @@ def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse
             candidate_id=candidate_id,
             reviewer=request.user,
             actor=_reviewer(request),
-            embedder=default_embedder(),
+            embedder=embedder_for_workspace(request.user.workspace),
             question=form.cleaned_data["question"],
             answer=form.cleaned_data["answer"],
             apply_to_group=form.cleaned_data["apply_to_group"],
@@ -204,7 +204,7 @@ def candidate_answer_for_user(request: AuthedRequest, candidate_id: str) -> Http
             candidate_id=candidate_id,
             reviewer=request.user,
             actor=_reviewer(request),
-            embedder=default_embedder(),
+            embedder=embedder_for_workspace(request.user.workspace),
             answer=form.cleaned_data["user_answer"],
         )
     except ConflictError as error:
@@ -228,7 +228,7 @@ def candidate_needs_user(request: AuthedRequest, candidate_id: str) -> HttpRespo
             candidate_id=candidate_id,
             reviewer=request.user,
             actor=_reviewer(request),
-            embedder=default_embedder(),
+            embedder=embedder_for_workspace(request.user.workspace),
         )
     except ConflictError as error:
         messages.warning(request, str(error))
@@ -268,7 +268,7 @@ def knowledge_add(request: AuthedRequest) -> HttpResponse:
             title=form.cleaned_data["title"],
             body=form.cleaned_data["body"],
             source=form.cleaned_data["source"],
-            embedder=default_embedder(),
+            embedder=embedder_for_workspace(request.user.workspace),
             created_by=request.user,
         )
     except MemoryHubError as error:
@@ -295,7 +295,7 @@ def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
                 document_id=document.pk,
                 title=form.cleaned_data["title"],
                 body=form.cleaned_data["body"],
-                embedder=default_embedder(),
+                embedder=embedder_for_workspace(request.user.workspace),
             )
         except MemoryHubError as error:
             form.add_error(None, str(error))

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_safe
 
 from dashboard.forms import DeleteAllForm, ForgetForm
-from memoryhub.embeddings import default_embedder
+from memoryhub.embeddings import embedder_for_workspace
 from memoryhub.errors import MemoryHubError
 from memoryhub.http import AuthedRequest, StreamedDownload
 from memoryhub.keyring import cipher_for
@@ -109,7 +109,7 @@ def _preview_and_forget(
     selector, actor, embedder = (
         form.selector(now=timezone.now()),
         actor_of(request),
-        default_embedder(),
+        embedder_for_workspace(request.user.workspace),
     )
     try:
         preview = preview_forget(
@@ -206,7 +206,7 @@ def delete_all(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     mode = mode_or_404(request.user, mode_slug)
     form = DeleteAllForm(request.POST or None, mode=mode, initial={"scope": mode.slug})
     if request.method == "POST" and form.is_valid():
-        actor, embedder = actor_of(request), default_embedder()
+        actor, embedder = actor_of(request), embedder_for_workspace(request.user.workspace)
         if form.is_everything:
             result = forget_all_modes(user=request.user, actor=actor, embedder=embedder)
             what, mode_name = "everything", "every mode"

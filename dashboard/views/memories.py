@@ -21,7 +21,7 @@ from dashboard.forms import (
     ModeForm,
     ResolveForm,
 )
-from memoryhub.embeddings import default_embedder
+from memoryhub.embeddings import embedder_for_workspace
 from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
 from memoryhub.http import AuthedRequest, domain_errors_as_http
 from memoryhub.memory_rows import get_memory_row
@@ -183,7 +183,7 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
                 mode=mode,
                 memory_id=memory_id,
                 actor=actor,
-                embedder=default_embedder(),
+                embedder=embedder_for_workspace(request.user.workspace),
                 content=content if is_rewritten else None,
                 importance=form.cleaned_data["importance"],
                 # New words typed here are the user's own: no longer "from an agent".
@@ -293,7 +293,7 @@ def memory_delete(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Ht
         mode=mode,
         selector=ForgetSelector(memory_ids=(memory_id,)),
         actor=actor_of(request),
-        embedder=default_embedder(),
+        embedder=embedder_for_workspace(request.user.workspace),
     )
     if memory_id not in receipt.memory_ids:
         raise Http404("no such item")
@@ -343,7 +343,7 @@ def memory_done(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
             mode=mode,
             memory_id=memory_id,
             actor=actor_of(request),
-            embedder=default_embedder(),
+            embedder=embedder_for_workspace(request.user.workspace),
         )
     except REFUSALS as error:
         return _refused(request, mode, error)
@@ -369,7 +369,7 @@ def memory_copy(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
         memory_id=memory_id,
         target_mode=target,
         actor=actor_of(request),
-        embedder=default_embedder(),
+        embedder=embedder_for_workspace(request.user.workspace),
     )
     return _done(request, mode, memory_id, f"Copied to the “{target.name}” mode.")
 

@@ -7,7 +7,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_safe
 
 from dashboard.forms import SearchForm
-from memoryhub.embeddings import default_embedder
+from memoryhub.embeddings import embedder_for_workspace
 from memoryhub.http import AuthedRequest
 from memoryhub.models import Mode
 from memoryhub.queries.overview import name_agents
@@ -32,7 +32,7 @@ def search(request: AuthedRequest, mode_slug: str) -> HttpResponse:
             mode=mode,
             query=query,
             actor=actor_of(request),
-            embedder=default_embedder(),
+            embedder=embedder_for_workspace(request.user.workspace),
             k=SEARCH_LIMIT,
             # The owner browsing is not an agent using the memory: "last used" stays as it was.
             record_access=False,

@@ -13,7 +13,6 @@ from django.http import HttpRequest
 from ninja import P, PathEx, Router, Schema, Status
 from pydantic import Field
 
-from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.http import client_ip
 from memoryhub.knowledge.answers import (
@@ -139,7 +138,7 @@ def report_answer_for(scope: Scope, payload: AnswerIn) -> AnswerOut:
         answer=payload.answer,
         signals=payload.signals.model_dump(),
         actor=scope.actor,
-        embedder=default_embedder(),
+        embedder=scope.embedder,
         agent_id=scope.agent.pk if scope.agent else None,
         session_id=payload.session,
         context_ids=payload.context_ids,
@@ -168,7 +167,7 @@ def record_feedback_for(scope: Scope, answer_id: UUID, payload: FeedbackIn) -> F
         value=payload.value,
         comment=payload.comment,
         actor=scope.actor,
-        embedder=default_embedder(),
+        embedder=scope.embedder,
     )
     answer = result.answer
     return FeedbackOut(
@@ -186,7 +185,7 @@ def propose_knowledge_for(scope: Scope, statement: str) -> KnowledgeCandidateOut
         mode=scope.mode,
         statement=statement,
         actor=scope.actor,
-        embedder=default_embedder(),
+        embedder=scope.embedder,
     )
     return KnowledgeCandidateOut(id=candidate.id, status=candidate.status)
 

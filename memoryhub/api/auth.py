@@ -15,6 +15,7 @@ from ninja.security import HttpBearer
 
 from memoryhub.actors import Actor
 from memoryhub.audit.log import record_access
+from memoryhub.embeddings import Embedder, embedder_for_workspace
 from memoryhub.errors import (
     AgentBlockedError,
     InvalidInputError,
@@ -56,6 +57,11 @@ class Scope:
     actor: Actor
     agent: Agent | None
     api_key: ApiKey
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of the user's workspace: what writes and searches for them embed with."""
+        return embedder_for_workspace(self.user.workspace)
 
 
 def _ignore_budget(state: RateLimitState | None) -> None:
@@ -171,7 +177,7 @@ def _check_text(value: str, field: str) -> str:
 
 def _find_user(workspace_id: int, user_ref: str) -> User:
     # Security invariant: only users of the key's own workspace are reachable.
-    users = User.objects.filter(workspace_id=workspace_id)
+    users = User.objects.filter(workspace_id=workspace_id).select_related("workspace")
     # The reference is the hub user's UUID or the workspace's external id for them, never
     # both: a UUID names that user first, so an external id shaped like another user's UUID
     # cannot stand in for them.

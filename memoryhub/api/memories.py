@@ -17,7 +17,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import P, PathEx, Query, Router, Status
 
-from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.embeddings import Embedder
 from memoryhub.errors import (
     ContentTooLargeError,
     InvalidInputError,
@@ -253,7 +253,7 @@ def create_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
     items, is_replay = remember_items_once(
         scope,
         [payload],
-        embedder=default_embedder(),
+        embedder=scope.embedder,
         idempotency_key=payload.idempotency_key,
         is_batch=False,
     )
@@ -276,7 +276,7 @@ def create_memories(request: HttpRequest, payload: MemoryBatchIn) -> Status[Memo
     items, is_replay = remember_items_once(
         scope,
         list(payload.items),
-        embedder=default_embedder(),
+        embedder=scope.embedder,
         idempotency_key=payload.idempotency_key,
         is_batch=True,
     )
@@ -327,7 +327,7 @@ def edit_memory_route(
         mode=scope.mode,
         memory_id=memory_id,
         actor=scope.actor,
-        embedder=default_embedder(),
+        embedder=scope.embedder,
         content=payload.content,
         importance=payload.importance,
         payload=payload.payload,
@@ -366,7 +366,7 @@ def forget_route(request: HttpRequest, payload: ForgetIn) -> Status[ForgetOut | 
     202 with a task when a query picks more memories than MEMORYHUB_FORGET_IN_BACKGROUND_ABOVE.
     """
     scope = resolve_scope(request, payload.user, payload.mode)
-    result = forget_memories(scope, payload, embedder=default_embedder())
+    result = forget_memories(scope, payload, embedder=scope.embedder)
     return Status(202 if isinstance(result, ForgetTaskOut) else 200, result)
 
 

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema
 from pydantic import Field
 
-from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.embeddings import Embedder
 from memoryhub.memory_rows import MemoryItem
 from memoryhub.queries.context import MAX_BUDGET_TOKENS, ContextBundle, assemble_context
 from memoryhub.queries.recall import DEFAULT_MIN_SCORE, MAX_K, MAX_QUERY_CHARS, search_memories
@@ -275,7 +275,7 @@ def context_for(scope: Scope, payload: ContextIn, *, embedder: Embedder) -> Cont
 def search(request: HttpRequest, payload: SearchIn) -> SearchOut:
     """Search the user's memories in the mode: meaning, exact words, freshness and importance."""
     scope = resolve_scope(request, payload.user, payload.mode)
-    return search_for(scope, payload, embedder=default_embedder())
+    return search_for(scope, payload, embedder=scope.embedder)
 
 
 @router.post(
@@ -286,4 +286,4 @@ def search(request: HttpRequest, payload: SearchIn) -> SearchOut:
 def context(request: HttpRequest, payload: ContextIn) -> ContextOut:
     """Assemble the context for answering a message: ordered blocks, untrusted ones fenced."""
     scope = resolve_scope(request, payload.user, payload.mode)
-    return context_for(scope, payload, embedder=default_embedder())
+    return context_for(scope, payload, embedder=scope.embedder)

@@ -10,7 +10,6 @@ from django.http import HttpRequest
 from ninja import Body, P, PathEx, Router, Schema, Status
 from pydantic import Field
 
-from memoryhub.embeddings import default_embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.http import client_ip
 from memoryhub.models import ApiKey, Channel, Session
@@ -144,7 +143,7 @@ def add_message_to(scope: Scope, session: Session, message: MessageIn) -> Messag
         role=message.role,
         content=message.content,
         actor=scope.actor,
-        embedder=default_embedder(),
+        embedder=scope.embedder,
     )
     return MessageOut(
         id=added.message.pk,

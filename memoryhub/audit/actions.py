@@ -210,6 +210,12 @@ class AuditAction(StrEnum):
         "sent a memory's text to a webhook endpoint allowed to receive it",
         Changes.NOTHING,
     )
+    # A workspace's settings (never about one user).
+    WORKSPACE_EMBEDDING_MODEL = (
+        "workspace.embedding_model",
+        "chose the model that embeds a workspace's texts",
+        Changes.STATE,
+    )
     # The audit log itself, and admins' pages (the last three are never about one user).
     AUDIT_VIEW = "audit.view", "read the audit log about you", Changes.NOTHING
     AUDIT_EXPORT = "audit.export", "exported the audit log about you", Changes.NOTHING

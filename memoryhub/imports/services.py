@@ -19,7 +19,7 @@ from kombu.exceptions import OperationalError as BrokerUnavailableError
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import Embedder, embedder_for_workspace
 from memoryhub.errors import (
     AgentBlockedError,
     InvalidInputError,
@@ -275,13 +275,18 @@ def _add_to_receipt(job: ImportJob, report: BatchReport) -> None:
     ]
 
 
-def run_import(*, job_id: UUID | str, embedder: Embedder) -> ImportJob:
+def run_import(*, job_id: UUID | str, embedder: Embedder | None = None) -> ImportJob:
     """Import the job's file from where it got to; a done job is left as it is.
 
     A file that turns out malformed, a pause, memory turned off or an agent block ends it:
-    everything it wrote is removed again, and the job says why.
+    everything it wrote is removed again, and the job says why. Without `embedder`, it
+    embeds with the workspace's model.
     """
-    job = ImportJob.objects.select_related("user", "mode", "agent").filter(pk=job_id).first()
+    job = (
+        ImportJob.objects.select_related("user__workspace", "mode", "agent")
+        .filter(pk=job_id)
+        .first()
+    )
     if job is None:
         raise NotFoundError("import not found")
     with _job_lock(job.pk) as is_ours:
@@ -291,7 +296,7 @@ def run_import(*, job_id: UUID | str, embedder: Embedder) -> ImportJob:
         job.refresh_from_db()
         if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
             return job
-        return _run(job, embedder)
+        return _run(job, embedder or embedder_for_workspace(job.user.workspace))
 
 
 @contextmanager

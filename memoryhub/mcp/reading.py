@@ -10,7 +10,6 @@ from mcp.server.mcpserver.prompts.base import UserMessage
 from memoryhub.api import profile as profile_api
 from memoryhub.api import recall as recall_api
 from memoryhub.api.recall import ContextIn
-from memoryhub.embeddings import default_embedder
 from memoryhub.queries.recent_sessions import list_recent_sessions
 
 from .calls import OPEN_ITEMS, PROFILE, RESOURCE_URI, SESSIONS, Callers, dump, read_errors
@@ -87,7 +86,7 @@ def add_resources_and_prompts(server: MCPServer, callers: Callers) -> None:
     ) -> list[UserMessage]:
         payload = ContextIn.model_validate({"user": user, "mode": mode, "message": message})
         scope = callers.scope(ctx, user, mode)
-        bundle = recall_api.context_for(scope, payload, embedder=default_embedder())
+        bundle = recall_api.context_for(scope, payload, embedder=scope.embedder)
         # Security invariant: untrusted blocks arrive fenced (memoryhub/fencing.py); they are
         # passed on as they are, never unwrapped, so recalled text stays data.
         blocks = [block.text for block in bundle.blocks]

@@ -16,7 +16,6 @@ from memoryhub.api import profile as profile_api
 from memoryhub.api import recall as recall_api
 from memoryhub.api.recall import ContextIn, SearchIn
 from memoryhub.api.schemas import ForgetIn, MemoryFields
-from memoryhub.embeddings import default_embedder
 from memoryhub.models import MemoryKind
 
 from . import conversations, reading
@@ -103,7 +102,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
         items, _ = memory_api.remember_items_once(
             scope,
             [fields],
-            embedder=default_embedder(),
+            embedder=scope.embedder,
             idempotency_key=idempotency_key,
             is_batch=False,
         )
@@ -135,7 +134,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
             }
         )
         scope = callers.scope(ctx, user, mode)
-        receipt = memory_api.forget_memories(scope, payload, embedder=default_embedder())
+        receipt = memory_api.forget_memories(scope, payload, embedder=scope.embedder)
         callers.changed(ctx, scope, PROFILE, OPEN_ITEMS)
         return dump(receipt)
 
@@ -211,7 +210,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
             }
         )
         scope = callers.scope(ctx, user, mode)
-        return dump(recall_api.search_for(scope, payload, embedder=default_embedder()))
+        return dump(recall_api.search_for(scope, payload, embedder=scope.embedder))
 
     @server.tool()
     @tool_errors
@@ -237,7 +236,7 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
             }
         )
         scope = callers.scope(ctx, user, mode)
-        return dump(recall_api.search_for(scope, payload, embedder=default_embedder()))
+        return dump(recall_api.search_for(scope, payload, embedder=scope.embedder))
 
     @server.tool()
     @tool_errors
@@ -262,4 +261,4 @@ def _add_memory_tools(server: MCPServer, callers: Callers) -> None:
             }
         )
         scope = callers.scope(ctx, user, mode)
-        return dump(recall_api.context_for(scope, payload, embedder=default_embedder()))
+        return dump(recall_api.context_for(scope, payload, embedder=scope.embedder))

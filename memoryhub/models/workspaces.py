@@ -39,6 +39,15 @@ class Workspace(models.Model):
     default_retention_days = models.PositiveIntegerField(null=True, blank=True)
     candidate_expiry_days = models.PositiveIntegerField(default=90)
     graph_min_nodes = models.PositiveIntegerField(default=50)
+    # The model that embeds this workspace's texts (memories, messages, queries, knowledge);
+    # blank: the deployment's MEMORYHUB_EMBEDDING_MODEL. Changing it takes effect for new
+    # vectors at once and for stored ones after `manage.py reembed --workspace <slug>`.
+    embedding_model = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="Blank: the deployment default (MEMORYHUB_EMBEDDING_MODEL).",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

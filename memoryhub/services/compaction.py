@@ -18,7 +18,7 @@ from django.db.models import Count, Q
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import Embedder, embedder_for_workspace
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.message_rows import open_message
 from memoryhub.models import Confidence, Memory, MemoryKind, MemorySource, Message, Session
@@ -140,7 +140,7 @@ def _create_summary(
 
 def compact_long_threads(
     *,
-    embedder: Embedder,
+    embedder: Embedder | None = None,
     threshold: int | None = None,
     keep_recent: int | None = None,
     active_since: datetime | None = None,
@@ -148,7 +148,8 @@ def compact_long_threads(
     """Compact every session with more uncompacted messages than the threshold.
 
     With `active_since`, only sessions with a message since then (the hourly task: the last
-    ACTIVE_WINDOW); without it, every session (the management command).
+    ACTIVE_WINDOW); without it, every session (the management command). Without `embedder`,
+    each summary is embedded with its user's workspace's model.
     """
     limit = settings.MEMORYHUB_COMPACT_AFTER_MESSAGES if threshold is None else threshold
     threads = Session.objects.filter(is_incognito=False)
@@ -159,14 +160,15 @@ def compact_long_threads(
         recent = Message.objects.filter(created_at__gte=active_since).values("session_id")
         threads = threads.filter(pk__in=recent)
     long_threads = (
-        threads.select_related("user", "mode")
+        threads.select_related("user__workspace", "mode")
         .annotate(waiting=Count("messages", filter=Q(messages__is_compacted=False)))
         .filter(waiting__gt=limit)
         .order_by("pk")
     )
     sessions = messages = 0
     for session in long_threads:
-        compacted = compact_session(session=session, embedder=embedder, keep_recent=keep_recent)
+        chosen = embedder or embedder_for_workspace(session.user.workspace)
+        compacted = compact_session(session=session, embedder=chosen, keep_recent=keep_recent)
         sessions += compacted > 0
         messages += compacted
     return CompactionReport(sessions=sessions, messages=messages)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.embeddings import MINILM, Embedder, distance_scale
+from memoryhub.embeddings import MINILM, Embedder, distance_scale, embedder_for_workspace
 from memoryhub.keyring import UserCipher, cipher_for, tokenize
 from memoryhub.memory_rows import MemoryItem, decrypt_memory, open_content
 from memoryhub.models import (
@@ -288,9 +288,15 @@ def consolidate_mode(
     return ConsolidationReport(themes=len(themes), episodes=covered, facts_merged=len(merged))
 
 
-def consolidate_all(*, embedder: Embedder, now: datetime | None = None) -> ConsolidationReport:
-    """Consolidate every mode of every user (the weekly job)."""
+def consolidate_all(
+    *, embedder: Embedder | None = None, now: datetime | None = None
+) -> ConsolidationReport:
+    """Consolidate every mode of every user (the weekly job).
+
+    Without `embedder`, each user's themes are embedded with their workspace's model.
+    """
     report = ConsolidationReport()
-    for mode in Mode.objects.select_related("user").order_by("pk"):
-        report += consolidate_mode(user=mode.user, mode=mode, embedder=embedder, now=now)
+    for mode in Mode.objects.select_related("user__workspace").order_by("pk"):
+        chosen = embedder or embedder_for_workspace(mode.user.workspace)
+        report += consolidate_mode(user=mode.user, mode=mode, embedder=chosen, now=now)
     return report

@@ -45,7 +45,7 @@ def carry_out_deletion_request(
     *,
     user_ref: str,
     mode_slug: str,
-    embedder: Embedder,
+    embedder: Embedder | None = None,
     memory_ids: Sequence[str] = (),
     since: str | None = None,
     until: str | None = None,

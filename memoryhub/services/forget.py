@@ -23,7 +23,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access, subject_pseudonym
-from memoryhub.embeddings import Embedder, default_embedder
+from memoryhub.embeddings import Embedder, embedder_for_workspace
 from memoryhub.graph import forget_user_data as forget_graph_data
 from memoryhub.keyring import UserCipher, cipher_for, destroy_user_key
 from memoryhub.knowledge.forget import forget_user_data as forget_knowledge_data
@@ -128,7 +128,7 @@ def forget(
     """
     cipher = cipher_for(user)
     # Rewritten summaries and undone edits need fresh embeddings even without a query.
-    embedder = embedder or default_embedder()
+    embedder = embedder or embedder_for_workspace(user.workspace)
     with transaction.atomic():
         lock_usage(user.pk)  # Before any memory row: see quotas.lock_usage.
         plan = plan_forget(

@@ -88,14 +88,18 @@ def forget_or_queue(
     return task
 
 
-def run_forget_task(*, task_id: UUID | str, embedder: Embedder) -> ForgetTask:
+def run_forget_task(*, task_id: UUID | str, embedder: Embedder | None = None) -> ForgetTask:
     """Run a queued forget and keep its receipt on the task; a task already done is left as is.
 
     The forget and the receipt commit together under the task's row lock: a task delivered
     twice forgets once.
     """
     with transaction.atomic():
-        task = ForgetTask.objects.select_for_update().select_related("user", "mode").get(pk=task_id)
+        task = (
+            ForgetTask.objects.select_for_update()
+            .select_related("user__workspace", "mode")
+            .get(pk=task_id)
+        )
         if task.status == ForgetTask.Status.DONE:
             return task
         opened = cipher_for(task.user).decrypt_json(

@@ -21,7 +21,7 @@ from django.utils import timezone
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.embeddings import Embedder
+from memoryhub.embeddings import Embedder, embedder_for_workspace
 from memoryhub.errors import (
     ConflictError,
     ContentTooLargeError,
@@ -148,12 +148,13 @@ def choose_extractor(workspace: Workspace) -> ExtractorChoice:
 def run_extraction(
     *,
     session_id: UUID | str,
-    embedder: Embedder,
+    embedder: Embedder | None = None,
     extractor: Extractor | None = None,
     actor: Actor | None = None,
 ) -> ExtractionRun | None:
     """Extract an ended session into memories, exactly once; None when it must not be extracted.
 
+    Without `embedder`, the memories are embedded with the workspace's model.
     Raises NotFoundError (no such session), ConflictError (still open) and ExtractionError
     (the extractor failed: the run is marked failed, nothing was written, retry it).
     """
@@ -188,6 +189,7 @@ def run_extraction(
         else choose_extractor(session_row.user.workspace)
     )
     _start_run(run, session_row, choice)
+    embedder = embedder or embedder_for_workspace(session_row.user.workspace)
     try:
         transcript = load_transcript(session_row)
         if not isinstance(choice.extractor, OfflineExtractor):

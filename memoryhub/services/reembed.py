@@ -1,9 +1,13 @@
-"""Embed every stored vector again with another model: how a deployment switches models.
+"""Embed stored vectors again with another model: how a deployment or a workspace switches.
 
 Each table that holds vectors (memories, messages, knowledge chunks, learning candidates)
 records which model made each one (`embedding_model`). This finds the rows of any other model,
 a page at a time, reads the text their vector was made from (decrypting it under its owner's
 key), embeds the page with the new model and writes the vectors with the model's name.
+
+A workspace may choose its own model (`Workspace.embedding_model`): a run for one workspace
+touches only its rows; a run for the deployment's default touches only the workspaces that
+follow the default (blank `embedding_model`), never one that chose its own.
 
 - **Resumable**: each page is committed on its own, and a row's model says whether it is done,
   so a run stopped anywhere (a crash, Ctrl-C) continues where it stopped when started again.
@@ -23,12 +27,15 @@ from uuid import UUID
 
 from django.db import models, transaction
 
-from memoryhub.embeddings import Embedder
-from memoryhub.errors import KeyDestroyedError
+from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
+from memoryhub.embeddings import MODELS, Embedder
+from memoryhub.errors import InvalidInputError, KeyDestroyedError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import open_content
 from memoryhub.message_rows import open_message
-from memoryhub.models import KnowledgeChunk, LearningCandidate, Memory, Message
+from memoryhub.models import KnowledgeChunk, LearningCandidate, Memory, Message, Workspace
 from memoryhub.sealed_tables import CANDIDATE_TABLE
 
 BATCH = 128
@@ -44,13 +51,17 @@ class _Table:
     columns: tuple[str, ...]
     owner: Callable[[Any], UUID | None]
     text: Callable[[Any, UserCipher | None], str]
+    # The lookup from a row to its workspace's id.
+    workspace_id: str
 
     def manager(self) -> Any:
         # Every owner: a switch of model is the deployment's, not one user's.
         return Memory.all_owners if self.model is Memory else self.model._default_manager
 
-    def rows(self) -> models.QuerySet[Any]:
+    def rows(self, workspaces: models.QuerySet[Workspace] | None = None) -> models.QuerySet[Any]:
         rows: models.QuerySet[Any] = self.manager().filter(embedding__isnull=False)
+        if workspaces is not None:
+            rows = rows.filter(**{f"{self.workspace_id}__in": workspaces.values("pk")})
         return rows
 
 
@@ -81,13 +92,21 @@ def _candidate_text(row: LearningCandidate, cipher: UserCipher | None) -> str:
 
 
 TABLES = (
-    _Table("memories", Memory, ("content_ciphertext",), lambda row: row.user_id, _memory_text),
+    _Table(
+        "memories",
+        Memory,
+        ("content_ciphertext",),
+        lambda row: row.user_id,
+        _memory_text,
+        "user__workspace_id",
+    ),
     _Table(
         "messages",
         Message,
         ("content_ciphertext", "session__user_id"),
         lambda row: row.session.user_id,
         _message_text,
+        "session__user__workspace_id",
     ),
     _Table(
         "knowledge chunks",
@@ -95,6 +114,7 @@ TABLES = (
         ("text", "document__title"),
         lambda row: None,
         _chunk_text,
+        "workspace_id",
     ),
     _Table(
         "candidates",
@@ -102,6 +122,7 @@ TABLES = (
         ("question_ciphertext", "answer_ciphertext", "user_id"),
         lambda row: row.user_id,
         _candidate_text,
+        "user__workspace_id",
     ),
 )
 
@@ -116,28 +137,73 @@ class ReembedReport:
     remaining: dict[str, int]
 
 
-def remaining_rows(model: str) -> dict[str, int]:
-    """How many stored vectors of each table another model made (left to re-embed)."""
-    return {table.name: table.rows().exclude(embedding_model=model).count() for table in TABLES}
+def choose_embedding_model(*, workspace: Workspace, model: str, actor: Actor) -> Workspace:
+    """Set the model that embeds the workspace's texts from now on ("": the deployment's).
+
+    New vectors take it at once; its stored ones keep their model, and searches stop finding
+    them by meaning, until `reembed(embedder=…, workspaces=only(workspace))` has run (the
+    command: `manage.py reembed --workspace <slug>`). Raises InvalidInputError for a model
+    this code does not know.
+    """
+    if model and model not in MODELS:
+        raise InvalidInputError(f"unknown embedding model {model!r}; known: {', '.join(MODELS)}")
+    if workspace.embedding_model == model:
+        return workspace
+    with transaction.atomic():
+        workspace.embedding_model = model
+        workspace.save(update_fields=["embedding_model"])
+        record_access(
+            actor=actor,
+            subject_user_id=None,
+            action=AuditAction.WORKSPACE_EMBEDDING_MODEL,
+            object_ids=[workspace.slug, model or "default"],
+            workspace_id=workspace.pk,
+        )
+    return workspace
+
+
+def following_default() -> models.QuerySet[Workspace]:
+    """The workspaces that embed with the deployment's MEMORYHUB_EMBEDDING_MODEL."""
+    return Workspace.objects.filter(embedding_model="")
+
+
+def only(workspace: Workspace) -> models.QuerySet[Workspace]:
+    """One workspace, as the `workspaces` of a run."""
+    return Workspace.objects.filter(pk=workspace.pk)
+
+
+def remaining_rows(
+    model: str, *, workspaces: models.QuerySet[Workspace] | None = None
+) -> dict[str, int]:
+    """How many stored vectors of each table another model made (left to re-embed).
+
+    With `workspaces`, only their rows count; without, every row does.
+    """
+    return {
+        table.name: table.rows(workspaces).exclude(embedding_model=model).count()
+        for table in TABLES
+    }
 
 
 def reembed(
     *,
     embedder: Embedder,
+    workspaces: models.QuerySet[Workspace] | None = None,
     batch: int = BATCH,
     on_page: Callable[[str, int], None] | None = None,
 ) -> ReembedReport:
     """Re-embed every stored vector that another model made with `embedder`; report the counts.
 
-    `on_page(table, rows)` is called after each committed page (progress; an exception there
-    stops the run, and a new run resumes).
+    With `workspaces` (`only(workspace)`, `following_default()`), only their rows; the rows
+    of any other workspace keep their vectors. `on_page(table, rows)` is called after each
+    committed page (progress; an exception there stops the run, and a new run resumes).
     """
     embedded = dict.fromkeys((table.name for table in TABLES), 0)
     skipped = dict.fromkeys((table.name for table in TABLES), 0)
     for table in TABLES:
         # Passes until a pass changes nothing: rows edited during one are taken by the next.
         while True:
-            done, left_alone = _pass(table, embedder, batch, on_page)
+            done, left_alone = _pass(table, embedder, workspaces, batch, on_page)
             embedded[table.name] += done
             skipped[table.name] = left_alone
             if done == 0:
@@ -146,17 +212,21 @@ def reembed(
         model=embedder.name,
         embedded=embedded,
         skipped=skipped,
-        remaining=remaining_rows(embedder.name),
+        remaining=remaining_rows(embedder.name, workspaces=workspaces),
     )
 
 
 def _pass(
-    table: _Table, embedder: Embedder, batch: int, on_page: Callable[[str, int], None] | None
+    table: _Table,
+    embedder: Embedder,
+    workspaces: models.QuerySet[Workspace] | None,
+    batch: int,
+    on_page: Callable[[str, int], None] | None,
 ) -> tuple[int, int]:
     done = left_alone = 0
     last: Any = None
     # Keyset pages in primary-key order: each row is read once per pass, whatever the size.
-    stale = table.rows().exclude(embedding_model=embedder.name).order_by("pk")
+    stale = table.rows(workspaces).exclude(embedding_model=embedder.name).order_by("pk")
     while True:
         page_rows = stale if last is None else stale.filter(pk__gt=last)
         page = list(page_rows.select_related(*_relations(table)).only("pk", *table.columns)[:batch])

@@ -62,9 +62,12 @@ def _add(counts: dict[str, int], receipt: DeletionReceipt) -> None:
         counts[kind] = counts.get(kind, 0) + count
 
 
-def apply_retention(*, embedder: Embedder, now: datetime | None = None) -> RetentionReport:
+def apply_retention(
+    *, embedder: Embedder | None = None, now: datetime | None = None
+) -> RetentionReport:
     """Forget everything older than each user's retention limit; expire stale leftovers.
 
+    Without `embedder`, each user's forget embeds with their workspace's model.
     Also erases working memory past its TTL and candidate facts never confirmed within their
     workspace's `candidate_expiry_days`. Safe to run twice: a second run finds nothing.
     """
@@ -105,7 +108,9 @@ def apply_retention(*, embedder: Embedder, now: datetime | None = None) -> Reten
     )
 
 
-def expire_candidates(*, embedder: Embedder, now: datetime | None = None) -> list[DeletionReceipt]:
+def expire_candidates(
+    *, embedder: Embedder | None = None, now: datetime | None = None
+) -> list[DeletionReceipt]:
     """Forget candidate memories nobody confirmed within their workspace's expiry."""
     now = now or timezone.now()
     actor = Actor.system("retention")
@@ -119,7 +124,7 @@ def expire_candidates(*, embedder: Embedder, now: datetime | None = None) -> lis
         for user_id, mode_id, memory_id in stale:
             by_scope[(user_id, mode_id)].append(memory_id)
         for (user_id, mode_id), memory_ids in sorted(by_scope.items(), key=str):
-            mode = Mode.objects.select_related("user").get(pk=mode_id, user_id=user_id)
+            mode = Mode.objects.select_related("user__workspace").get(pk=mode_id, user_id=user_id)
             receipts.append(
                 forget(
                     user=mode.user,

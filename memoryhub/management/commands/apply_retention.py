@@ -6,7 +6,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryhub.embeddings import default_embedder
 from memoryhub.services.retention import apply_retention
 
 
@@ -14,7 +13,7 @@ class Command(BaseCommand):
     help = "Delete memories past retention, expired working memory and stale candidate facts."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = apply_retention(embedder=default_embedder())
+        report = apply_retention()
         counts = ", ".join(f"{count} {kind}" for kind, count in sorted(report.counts.items()))
         self.stdout.write(
             f"Retention: {report.users} user(s) trimmed ({counts or 'nothing'}); "

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memoryhub.embeddings import default_embedder
 from memoryhub.services.compaction import compact_long_threads
 
 
@@ -19,7 +18,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         report = compact_long_threads(
-            embedder=default_embedder(),
             threshold=options["threshold"],
             keep_recent=options["keep_recent"],
         )

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memoryhub.embeddings import default_embedder
 from memoryhub.services.consolidate import consolidate_all
 
 
@@ -14,7 +13,7 @@ class Command(BaseCommand):
     help = "Group related episodes into themes and merge near-duplicate facts, losing none."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = consolidate_all(embedder=default_embedder())
+        report = consolidate_all()
         self.stdout.write(
             f"Consolidation: {report.themes} theme(s) covering {report.episodes} episode(s); "
             f"{report.facts_merged} duplicate fact(s) merged."

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memoryhub.embeddings import default_embedder
 from memoryhub.errors import MemoryHubError
 from memoryhub.services.deletion_requests import carry_out_deletion_request
 
@@ -31,7 +30,6 @@ class Command(BaseCommand):
                 since=options["since"],
                 until=options["until"],
                 topic=options["topic"],
-                embedder=default_embedder(),
             )
         except MemoryHubError as error:
             raise CommandError(str(error)) from error

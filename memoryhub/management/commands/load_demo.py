@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from memoryhub.actors import Actor
-from memoryhub.embeddings import default_embedder
+from memoryhub.embeddings import embedder_for_workspace
 from memoryhub.models import Agent, User
 from memoryhub.services.agents import create_agent, get_or_create_workspace, rotate_agent_key
 from memoryhub.services.memories import NewMemory, remember_many
@@ -164,7 +164,11 @@ class Command(BaseCommand):
             for slug, items in _demo_memories().items():
                 mode = ensure_mode(user=user, slug=slug)
                 remember_many(
-                    user=user, mode=mode, items=items, actor=actor, embedder=default_embedder()
+                    user=user,
+                    mode=mode,
+                    items=items,
+                    actor=actor,
+                    embedder=embedder_for_workspace(workspace),
                 )
         agent = Agent.objects.filter(workspace=workspace, name="demo-agent").first()
         if agent is None:
