@@ -160,9 +160,11 @@ class WorkspaceNodeTypeInline(admin.TabularInline[WorkspaceNodeType, Workspace])
 
 @admin.register(Workspace)
 class WorkspaceAdmin(AuditedAdmin[Workspace]):
-    list_display = ("slug", "name", "review_threshold", "created_at")
+    list_display = ("slug", "name", "embedding_model", "review_threshold", "created_at")
     search_fields = ("slug", "name")
     inlines = (WorkspaceNodeTypeInline,)
+    # Chosen on the admin tools page "Embedding models" (validated, and re-embedding explained).
+    readonly_fields = ("embedding_model",)
 
 
 @admin.register(User)
