@@ -42,7 +42,7 @@ def test_staff_choose_a_workspace_model_and_see_its_vectors_left(
     text = changed.content.decode()
     assert f"manage.py reembed --workspace {workspace.slug}" in text
     row = text.split(f'id="embedding-model-{workspace.slug}"')[1].split("</tr>")[0]
-    assert "<td data-label=\"Left to re-embed\">1</td>" in row
+    assert '<td data-label="Left to re-embed">1</td>' in row
     assert AuditEntry.objects.filter(action="workspace.embedding_model").count() == 1
 
     admin.post(f"{PAGE}{workspace.slug}/", {"model": ""})

@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
+from memoryhub import tasks
 from memoryhub.actors import Actor
 from memoryhub.embeddings import MINILM, MULTILINGUAL_E5, embedder_for, embedder_for_workspace
 from memoryhub.models import AuditEntry, Memory, Message, Workspace
 from memoryhub.services.reembed import choose_embedding_model
+from memoryhub.services.sessions import add_message, end_session, start_session
 from tests import factories
 
 from .conftest import Caller
@@ -136,3 +138,22 @@ def test_reembed_refuses_an_unknown_workspace_or_model(french):
     with pytest.raises(CommandError, match="Unknown model"):
         call_command("reembed", "--workspace", "fr", "--model", "word2vec")
     assert Workspace.objects.get(slug="fr").embedding_model == MULTILINGUAL_E5
+
+
+def test_the_extraction_task_embeds_with_the_sessions_workspace_model(french):
+    claire = french.users.get()
+    mode = factories.mode_of(claire, "personal")
+    session = start_session(user=claire, mode=mode, actor=ACTOR)
+    add_message(
+        session=session,
+        role="user",
+        content="Je suis allergique aux arachides.",
+        actor=ACTOR,
+        embedder=embedder_for_workspace(french),
+    )
+    end_session(session=session, actor=ACTOR)
+
+    tasks.extract_session(str(session.pk))  # The task names no embedder: the workspace's.
+
+    assert Memory.all_owners.filter(user=claire).exists()
+    assert _models(french) == {MULTILINGUAL_E5}
