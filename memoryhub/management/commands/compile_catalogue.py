@@ -20,13 +20,27 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 def merged_catalogue(language_dir: Path) -> Catalog:
-    """The parts of one language as one catalogue; a msgid translated two ways is an error."""
+    """The parts of one language as one catalogue; a msgid translated two ways is an error.
+
+    The merged catalogue counts plurals as its parts declare (their Plural-Forms header), not
+    as Babel's locale data would: for French that data now has three forms (one for millions),
+    so a part's two forms would leave every plural above one untranslated.
+    """
     language = language_dir.name
     merged = Catalog(locale=language, domain="django")
     origin: dict[object, str] = {}
+    plural_forms: tuple[str, str] | None = None  # (the forms, the first part that declared them)
     for part in sorted((language_dir / "LC_MESSAGES" / "parts").glob("*.po")):
         with part.open("rb") as handle:
             catalogue = read_po(handle, locale=language)
+        if plural_forms is None:
+            plural_forms = (catalogue.plural_forms, part.name)
+            merged.mime_headers = [("Plural-Forms", catalogue.plural_forms)]
+        elif catalogue.plural_forms != plural_forms[0]:
+            raise CommandError(
+                f"{part.name} counts plurals as {catalogue.plural_forms!r}, {plural_forms[1]} "
+                f"as {plural_forms[0]!r}: give every part the same Plural-Forms header"
+            )
         for message in catalogue:
             if not message.id or message.fuzzy or not message.string:
                 continue
