@@ -108,7 +108,7 @@ def test_memory_off_and_temporary_conversations_in_french(
     signed_in.post("/dashboard/modes/personal/memory/", {"is_off": "on"})
     page = french(signed_in, "/dashboard/?mode=personal")
     assert "La mémoire est désactivée dans le mode" in page
-    assert ">Réactiver la mémoire</button>" in page
+    assert ">Activer la mémoire</button>" in page
     assert "Conversations temporaires" in page
     assert "Agent “travel bot” · commencée <time" in page and "<strong>en cours</strong>" in page
 
@@ -200,7 +200,7 @@ def test_one_item_its_detail_edit_and_delete_pages_in_french(signed_in, personal
     memory = remember("Lives in Lyon.")
     detail = french(signed_in, item_url(personal, memory))
     assert "<h1>Un souvenir retenu</h1>" in detail and "← Retour au mode" in detail
-    assert "Pourquoi MemoryHub retient ceci · MemoryHub" in detail
+    assert "Pourquoi MemoryHub retient cela · MemoryHub" in detail
     edit = french(signed_in, item_url(personal, memory, "edit/"))
     assert "<h1>Modifier ce que MemoryHub retient</h1>" in edit
     delete = french(signed_in, item_url(personal, memory, "delete/"))
@@ -246,7 +246,7 @@ def test_the_import_pages_in_french(signed_in, user, personal):
     page = french(signed_in, "/dashboard/imports/")
     assert "<h1>Importer des souvenirs venus d’ailleurs</h1>" in page
     assert ">Importer</button>" in page and "<h2>Vos importations</h2>" in page
-    assert "<td>en attente</td>" in page and '<th scope="col">État</th>' in page
+    assert "<td>en attente</td>" in page and '<th scope="col">Statut</th>' in page
     detail = french(signed_in, f"/dashboard/imports/{job.pk}/")
     assert ">Toutes les importations</a>" in detail
     english_page = english(signed_in, "/dashboard/imports/")
