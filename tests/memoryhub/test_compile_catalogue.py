@@ -10,14 +10,12 @@ from django.core.management.base import CommandError
 from memoryhub.management.commands.compile_catalogue import compile_catalogues
 
 HEADER = 'msgid ""\nmsgstr ""\n"Language: fr\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
-# The header of a part that says how French counts, as parts/base.po does.
-PLURALS = HEADER.removesuffix("\n") + '"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n\n'
 
 
-def _part(root, name, body, header=HEADER):
+def _part(root, name, body):
     folder = root / "fr" / "LC_MESSAGES" / "parts"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(header + body, encoding="utf-8")
+    (folder / name).write_text(HEADER + body, encoding="utf-8")
 
 
 def test_the_parts_of_a_language_are_merged_into_one_catalogue(tmp_path):
@@ -50,30 +48,33 @@ def test_one_text_translated_two_ways_is_refused(tmp_path):
         compile_catalogues(tmp_path)
 
 
+PLURAL_HEADER = HEADER.replace(
+    '"Content-Type', '"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n"Content-Type'
+)
 
-def test_plurals_are_counted_as_the_parts_declare(tmp_path):
-    # Babel's own French data has a third form (for millions); the parts say two, as French
-    # dashboards need: 0 and 1 singular, 2 and more plural.
-    _part(
-        tmp_path,
-        "dashboard.po",
-        'msgid "%(n)s item"\nmsgid_plural "%(n)s items"\n'
-        'msgstr[0] "%(n)s souvenir"\nmsgstr[1] "%(n)s souvenirs"\n',
-        header=PLURALS,
+
+def test_plurals_follow_the_plural_forms_of_the_parts(tmp_path):
+    # Babel's own French (CLDR) has three forms; the parts translate two, as Django's French does.
+    folder = tmp_path / "fr" / "LC_MESSAGES" / "parts"
+    folder.mkdir(parents=True)
+    (folder / "dashboard.po").write_text(
+        PLURAL_HEADER + 'msgid "%(n)s fact"\nmsgid_plural "%(n)s facts"\n'
+        'msgstr[0] "%(n)s fait"\nmsgstr[1] "%(n)s faits"\n',
+        encoding="utf-8",
     )
 
     compile_catalogues(tmp_path)
 
     with (tmp_path / "fr" / "LC_MESSAGES" / "django.mo").open("rb") as compiled:
         french = gettext.GNUTranslations(compiled)
-    assert [french.ngettext("%(n)s item", "%(n)s items", n) for n in (0, 1, 6, 2_000_000)] == [
-        "%(n)s souvenir", "%(n)s souvenir", "%(n)s souvenirs", "%(n)s souvenirs"
-    ]  # fmt: skip
+    forms = [french.ngettext("%(n)s fact", "%(n)s facts", n) for n in (0, 1, 2, 1000000)]
+    assert forms == ["%(n)s fait", "%(n)s fait", "%(n)s faits", "%(n)s faits"]
 
 
-def test_parts_that_count_plurals_differently_are_refused(tmp_path):
-    _part(tmp_path, "base.po", 'msgid "Forget"\nmsgstr "Oublier"\n', header=PLURALS)
-    _part(tmp_path, "review.po", 'msgid "Review"\nmsgstr "Relecture"\n')  # Babel's 3 forms.
+def test_a_part_with_other_plural_forms_is_refused(tmp_path):
+    _part(tmp_path, "base.po", 'msgid "Forget"\nmsgstr "Oublier"\n')  # No header: Babel's.
+    folder = tmp_path / "fr" / "LC_MESSAGES" / "parts"
+    (folder / "review.po").write_text(PLURAL_HEADER, encoding="utf-8")
 
-    with pytest.raises(CommandError, match=r"review\.po counts plurals as"):
+    with pytest.raises(CommandError, match=r"review\.po declares other plural forms than base\.po"):
         compile_catalogues(tmp_path)
