@@ -6,13 +6,14 @@ from datetime import UTC, datetime, time, timedelta
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from accounts.role_grants import Role
 from memoryhub.models import ActorType, Channel, Workspace
 from memoryhub.queries.audit_log import AuditFilter
 
 
-def _blank_first(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _blank_first(choices: list[tuple[str, str]]) -> list[tuple[str, StrOrPromise]]:
     return [("", _("Any")), *choices]
 
 
