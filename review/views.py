@@ -52,6 +52,15 @@ from .queries import (
 PER_PAGE = 25
 
 
+def _said(error: MemoryHubError) -> str:
+    """A domain error in the reader's language.
+
+    review/decisions.py marks its messages with gettext_noop: the API sends them in English,
+    these pages translate them here. A message nobody marked reads as it was raised.
+    """
+    return _(str(error))
+
+
 def _reviewer(request: AuthedRequest) -> Actor:
     """The signed-in reviewer, for the audit log."""
     return staff_actor(request, ActorType.REVIEWER, Channel.UI)
@@ -144,10 +153,10 @@ def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse
             apply_to_group=form.cleaned_data["apply_to_group"],
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, _said(error))
         return _detail(request, candidate_id, approve_form=form, status=422)
     messages.success(
         request, _("Published “{title}” to the knowledge base.").format(title=document.title)
@@ -173,7 +182,7 @@ def candidate_reject(request: AuthedRequest, candidate_id: str) -> HttpResponse:
             apply_to_group=form.cleaned_data["apply_to_group"],
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     messages.success(request, _("Rejected."))
     return redirect_after_post(request, reverse("review:queue"))
@@ -189,7 +198,7 @@ def candidate_skip(request: AuthedRequest, candidate_id: str) -> HttpResponse:
             workspace=request.user.workspace, candidate_id=candidate_id, actor=_reviewer(request)
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
     return redirect_after_post(request, reverse("review:queue"))
 
 
@@ -211,10 +220,10 @@ def candidate_answer_for_user(request: AuthedRequest, candidate_id: str) -> Http
             answer=form.cleaned_data["user_answer"],
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
-        messages.error(request, str(error))  # Paused, memory off, a proposed fact: say why.
+        messages.error(request, _said(error))  # Paused, memory off, a proposed fact: say why.
         return _detail(request, candidate_id, user_answer_form=form, status=422)
     messages.success(
         request, _("Answered for this user: they confirm it before any agent uses it.")
@@ -236,10 +245,10 @@ def candidate_needs_user(request: AuthedRequest, candidate_id: str) -> HttpRespo
             embedder=default_embedder(),
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
-        messages.error(request, str(error))
+        messages.error(request, _said(error))
         return _detail(request, candidate_id, status=422)
     messages.success(request, _("Left to the user: it is an open item in their memory now."))
     return redirect_after_post(request, reverse("review:queue"))
@@ -277,7 +286,7 @@ def knowledge_add(request: AuthedRequest) -> HttpResponse:
             created_by=request.user,
         )
     except MemoryHubError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, _said(error))
         return _knowledge_page(request, form, status=422)
     messages.success(request, _("Published “{title}”.").format(title=document.title))
     return redirect_after_post(request, reverse("review:knowledge_list"))
@@ -303,7 +312,7 @@ def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
                 embedder=default_embedder(),
             )
         except MemoryHubError as error:
-            form.add_error(None, str(error))
+            form.add_error(None, _said(error))
         else:
             messages.success(request, _("Saved."))
             return redirect_after_post(request, reverse("review:knowledge_list"))

@@ -6,6 +6,8 @@ locale/fr/LC_MESSAGES/parts/review.po and parts/admin_tools.po, compiled by the 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from allauth.mfa.models import Authenticator
 from django.core import mail
@@ -16,6 +18,7 @@ from memoryhub.actors import Actor
 from memoryhub.knowledge import answers as services
 from memoryhub.knowledge.documents import publish_document
 from memoryhub.models import ActorType, Channel, KnowledgeDocument, LearningCandidate
+from memoryhub.services.agents import create_review_key
 from review.notices import send_review_digests
 from tests import factories
 from tests.review.conftest import LOW_RETRIEVAL, make_reviewer
@@ -209,3 +212,31 @@ def test_an_admin_tools_message_is_in_french(admin_client, workspace, user):
     assert f"{user.email} est désormais" in html and f"de {workspace.slug}." in html
     response = admin_client.get(reverse("admin_tools:audit_log") + "?mode=work", **FR)
     assert "Indiquez aussi un utilisateur" in response.content.decode()
+
+
+# Domain errors: review/decisions.py marks them (gettext_noop); the pages translate them -----
+
+
+def test_a_decided_candidate_is_said_in_french_on_the_page(reviewer_client, candidate):
+    url = reverse("review:candidate_approve", args=[candidate.pk])
+    reviewer_client.post(url, {"answer": "Nine to seven."}, **FR)
+    response = reviewer_client.post(url, {"answer": "Nine to seven."}, follow=True, **FR)
+    html = response.content.decode()
+    assert "ce candidat a déjà été tranché" in html and "already decided" not in html
+
+
+def test_the_review_api_keeps_its_errors_in_english_for_a_french_caller(
+    client, reviewer, candidate
+):
+    raw_key = create_review_key(
+        reviewer=reviewer, name="bot", actor=Actor.for_user(reviewer.pk)
+    ).raw_key
+    headers = {"Authorization": f"Bearer {raw_key}", "Accept-Language": "fr"}
+    path = f"/api/v1/review/candidates/{candidate.pk}/reject"
+    body = json.dumps({"reason": "Off topic."})
+    first = client.post(path, body, content_type="application/json", headers=headers)
+    assert first.status_code == 200
+    again = client.post(path, body, content_type="application/json", headers=headers)
+    assert (again.status_code, again.json()["code"]) == (409, "conflict")
+    assert "already decided" in again.content.decode()
+    assert "tranché" not in again.content.decode()
