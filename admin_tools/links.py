@@ -7,6 +7,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import require_staff
@@ -46,7 +47,8 @@ def link_undo(request: AuthedRequest, link_id: int) -> HttpResponse:
     else:
         messages.success(
             request,
-            f"Undone: the login left user {link.user.external_id or link.user_id}, which keeps "
-            "its memory and can be linked again.",
+            _(
+                "Undone: the login left user {user}, which keeps its memory and can be linked again."
+            ).format(user=link.user.external_id or link.user_id),
         )
     return redirect_after_post(request, reverse("admin_tools:link_list"))

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from accounts.role_grants import Role, find_account, grant_role, revoke_role, role_holders
@@ -49,8 +50,12 @@ def roles(request: AuthedRequest) -> HttpResponse:
     except (NotFoundError, ConflictError) as error:
         form.add_error(None, str(error))
         return _page(request, form, status=422)
-    done = "no longer" if data["action"] == "revoke" else "now"
+    if data["action"] == "revoke":
+        text = _("{email} is no longer {role} of {workspace}.")
+    else:
+        text = _("{email} is now {role} of {workspace}.")
+    role_name = str(role.label).lower()
     messages.success(
-        request, f"{account.email} is {done} {role.label.lower()} of {workspace.slug}."
+        request, text.format(email=account.email, role=role_name, workspace=workspace.slug)
     )
     return redirect_after_post(request, reverse("admin_tools:roles"))

@@ -6,6 +6,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
 from accounts.roles import require_staff
@@ -53,7 +54,7 @@ def audit_export(request: AuthedRequest) -> HttpResponseBase:
     """The filtered audit as a CSV download."""
     form = AuditFilterForm(request.GET)
     if not form.is_valid():
-        return HttpResponse("Invalid filter.", status=422, content_type="text/plain")
+        return HttpResponse(_("Invalid filter."), status=422, content_type="text/plain")
     rows = audit_entries(
         form.to_filter(),
         actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),

@@ -10,6 +10,8 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import require_staff
@@ -22,16 +24,16 @@ PAGE_SIZE = 50
 
 
 class WebhookForm(forms.Form):
-    url = forms.URLField(max_length=500, assume_scheme="https")
+    url = forms.URLField(label=_("Url"), max_length=500, assume_scheme="https")
     event_types = forms.MultipleChoiceField(
         choices=[(event, event) for event in events.EVENT_TYPES],
         widget=forms.CheckboxSelectMultiple,
-        label="Events",
+        label=_("Events"),
     )
     include_text = forms.BooleanField(
-        required=False, label="Include memory text (off: ids, kinds and timestamps only)"
+        required=False, label=_("Include memory text (off: ids, kinds and timestamps only)")
     )
-    description = forms.CharField(required=False, max_length=200)
+    description = forms.CharField(label=_("Description"), required=False, max_length=200)
 
 
 def _page(
@@ -108,7 +110,9 @@ def webhook_toggle(request: AuthedRequest, endpoint_id: str) -> HttpResponse:
         enabled=enabled,
         actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
     )
-    messages.success(request, "Endpoint enabled." if enabled else "Endpoint disabled.")
+    messages.success(
+        request, gettext("Endpoint enabled.") if enabled else gettext("Endpoint disabled.")
+    )
     return redirect_after_post(request, reverse("admin_tools:webhook_list"))
 
 
@@ -122,5 +126,5 @@ def delivery_replay(request: AuthedRequest, delivery_id: int) -> HttpResponse:
         delivery_id=delivery_id,
         actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
     )
-    messages.success(request, f"Delivery {delivery.message_id} queued again.")
+    messages.success(request, gettext("Delivery {id} queued again.").format(id=delivery.message_id))
     return redirect_after_post(request, reverse("admin_tools:webhook_list"))

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from .models import ThresholdChange
 
 WIDTH = 640
@@ -89,11 +91,15 @@ def build_chart(windows: Sequence[ThresholdChange]) -> ThresholdChart:
         return TOP + (1.0 - min(1.0, max(0.0, rate))) * plot_height
 
     threshold = tuple(
-        Dot(x_of(i), y_of(w.threshold), f"threshold {w.threshold:.2f}")
+        Dot(x_of(i), y_of(w.threshold), _("threshold {value}").format(value=f"{w.threshold:.2f}"))
         for i, w in enumerate(windows)
     )
     approval = tuple(
-        Dot(x_of(i), y_of(w.approval_rate), f"approval rate {w.approval_rate:.0%}")
+        Dot(
+            x_of(i),
+            y_of(w.approval_rate),
+            _("approval rate {value}").format(value=f"{w.approval_rate:.0%}"),
+        )
         for i, w in enumerate(windows)
     )
     bar_width = max(2.0, min(24.0, step * 0.5))
@@ -103,7 +109,7 @@ def build_chart(windows: Sequence[ThresholdChange]) -> ThresholdChart:
             y=TOP + plot_height * (1 - w.queue_size / max_queue),
             width=bar_width,
             height=plot_height * w.queue_size / max_queue,
-            label=f"{w.queue_size} waiting",
+            label=_("{count} waiting").format(count=w.queue_size),
         )
         for i, w in enumerate(windows)
     )

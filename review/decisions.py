@@ -8,6 +8,7 @@ from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -46,7 +47,7 @@ def _lock_pending(workspace: Workspace, candidate_id: UUID | str) -> LearningCan
         .get(pk=row.pk)
     )
     if candidate.status != LearningCandidate.Status.PENDING:
-        raise ConflictError("this candidate was already decided")
+        raise ConflictError(gettext_noop("this candidate was already decided"))
     return candidate
 
 
@@ -153,7 +154,7 @@ def reject_candidate(
     """Reject a candidate with a reason (and its similar pending ones with `apply_to_group`)."""
     reason = (reason or "").strip()
     if not reason:
-        raise InvalidInputError("a rejection needs a reason")
+        raise InvalidInputError(gettext_noop("a rejection needs a reason"))
     if len(reason) > MAX_REASON_CHARS or "\x00" in reason:
         raise InvalidInputError(f"reason must be text of at most {MAX_REASON_CHARS} characters")
     with transaction.atomic():
@@ -196,12 +197,14 @@ def _users_question(candidate: LearningCandidate) -> str:
 def _lock_users_question(workspace: Workspace, candidate_id: UUID | str) -> LearningCandidate:
     candidate = _lock_pending(workspace, candidate_id)
     if candidate.kind != LearningCandidate.Kind.ANSWER:
-        raise InvalidInputError("only a captured answer is a question of the user's")
+        raise InvalidInputError(gettext_noop("only a captured answer is a question of the user's"))
     if candidate.failure_class == FailureClass.POLICY_BLOCK:
         # A refusal on policy grounds is the workspace's rule, the same for everyone: it is
         # settled in the knowledge base (publish or reject), never as one user's to-do.
         raise InvalidInputError(
-            "a policy question is the workspace's, not this user's: publish or reject it"
+            gettext_noop(
+                "a policy question is the workspace's, not this user's: publish or reject it"
+            )
         )
     return candidate
 

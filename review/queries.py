@@ -17,6 +17,7 @@ from uuid import UUID
 from django.core.exceptions import ValidationError
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext as _
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -80,7 +81,7 @@ class CandidateView:
 
     @property
     def failure_label(self) -> str:
-        return FailureClass(self.failure_class).label if self.failure_class else "Proposed fact"
+        return FailureClass(self.failure_class).label if self.failure_class else _("Proposed fact")
 
     @property
     def low_signals(self) -> tuple[tuple[str, float], ...]:

@@ -13,6 +13,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -49,6 +50,15 @@ from .queries import (
 )
 
 PER_PAGE = 25
+
+
+def _said(error: MemoryHubError) -> str:
+    """A domain error in the reader's language.
+
+    review/decisions.py marks its messages with gettext_noop: the API sends them in English,
+    these pages translate them here. A message nobody marked reads as it was raised.
+    """
+    return _(str(error))
 
 
 def _reviewer(request: AuthedRequest) -> Actor:
@@ -143,12 +153,14 @@ def candidate_approve(request: AuthedRequest, candidate_id: str) -> HttpResponse
             apply_to_group=form.cleaned_data["apply_to_group"],
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, _said(error))
         return _detail(request, candidate_id, approve_form=form, status=422)
-    messages.success(request, f"Published “{document.title}” to the knowledge base.")
+    messages.success(
+        request, _("Published “{title}” to the knowledge base.").format(title=document.title)
+    )
     return redirect_after_post(request, reverse("review:queue"))
 
 
@@ -170,9 +182,9 @@ def candidate_reject(request: AuthedRequest, candidate_id: str) -> HttpResponse:
             apply_to_group=form.cleaned_data["apply_to_group"],
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
-    messages.success(request, "Rejected.")
+    messages.success(request, _("Rejected."))
     return redirect_after_post(request, reverse("review:queue"))
 
 
@@ -186,7 +198,7 @@ def candidate_skip(request: AuthedRequest, candidate_id: str) -> HttpResponse:
             workspace=request.user.workspace, candidate_id=candidate_id, actor=_reviewer(request)
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
     return redirect_after_post(request, reverse("review:queue"))
 
 
@@ -208,12 +220,14 @@ def candidate_answer_for_user(request: AuthedRequest, candidate_id: str) -> Http
             answer=form.cleaned_data["user_answer"],
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
-        messages.error(request, str(error))  # Paused, memory off, a proposed fact: say why.
+        messages.error(request, _said(error))  # Paused, memory off, a proposed fact: say why.
         return _detail(request, candidate_id, user_answer_form=form, status=422)
-    messages.success(request, "Answered for this user: they confirm it before any agent uses it.")
+    messages.success(
+        request, _("Answered for this user: they confirm it before any agent uses it.")
+    )
     return redirect_after_post(request, reverse("review:queue"))
 
 
@@ -231,12 +245,12 @@ def candidate_needs_user(request: AuthedRequest, candidate_id: str) -> HttpRespo
             embedder=embedder_for_workspace(request.user.workspace),
         )
     except ConflictError as error:
-        messages.warning(request, str(error))
+        messages.warning(request, _said(error))
         return redirect_after_post(request, reverse("review:queue"))
     except MemoryHubError as error:
-        messages.error(request, str(error))
+        messages.error(request, _said(error))
         return _detail(request, candidate_id, status=422)
-    messages.success(request, "Left to the user: it is an open item in their memory now.")
+    messages.success(request, _("Left to the user: it is an open item in their memory now."))
     return redirect_after_post(request, reverse("review:queue"))
 
 
@@ -272,9 +286,9 @@ def knowledge_add(request: AuthedRequest) -> HttpResponse:
             created_by=request.user,
         )
     except MemoryHubError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, _said(error))
         return _knowledge_page(request, form, status=422)
-    messages.success(request, f"Published “{document.title}”.")
+    messages.success(request, _("Published “{title}”.").format(title=document.title))
     return redirect_after_post(request, reverse("review:knowledge_list"))
 
 
@@ -298,9 +312,9 @@ def document_edit(request: AuthedRequest, document_id: str) -> HttpResponse:
                 embedder=embedder_for_workspace(request.user.workspace),
             )
         except MemoryHubError as error:
-            form.add_error(None, str(error))
+            form.add_error(None, _said(error))
         else:
-            messages.success(request, "Saved.")
+            messages.success(request, _("Saved."))
             return redirect_after_post(request, reverse("review:knowledge_list"))
     status = 422 if request.method == "POST" else 200
     context = {"document": document, "form": form}
@@ -316,8 +330,8 @@ def document_publication(request: AuthedRequest, document_id: str) -> HttpRespon
     document = knowledge.set_published(
         workspace=request.user.workspace, document_id=document_id, is_published=is_published
     )
-    verb = "Published" if document.is_published else "Unpublished"
-    messages.success(request, f"{verb} “{document.title}”.")
+    text = _("Published “{title}”.") if document.is_published else _("Unpublished “{title}”.")
+    messages.success(request, text.format(title=document.title))
     return redirect_after_post(request, reverse("review:knowledge_list"))
 
 
@@ -342,7 +356,7 @@ def reviewer_settings(request: AuthedRequest) -> HttpResponse:
         )
         # Post, redirect, get: a reload makes no second key; the key waits in the session.
         request.session[NEW_REVIEW_KEY_SESSION] = issued.raw_key
-        messages.success(request, "Reviewer key created. Copy it now: it is shown only once.")
+        messages.success(request, _("Reviewer key created. Copy it now: it is shown only once."))
         return redirect("review:settings")
     return _settings_page(request, form, new_key=request.session.pop(NEW_REVIEW_KEY_SESSION, None))
 
@@ -369,7 +383,9 @@ def _settings_page(
 def reviewer_key_revoke(request: AuthedRequest, key_id: int) -> HttpResponse:
     """Revoke one of the reviewer's keys (another's key is not found)."""
     api_key = revoke_review_key(reviewer=request.user, key_id=key_id, actor=_reviewer(request))
-    messages.success(request, f"The reviewer key {api_key.prefix}… is revoked.")
+    messages.success(
+        request, _("The reviewer key {prefix}… is revoked.").format(prefix=api_key.prefix)
+    )
     return redirect("review:settings")
 
 
@@ -380,5 +396,5 @@ def reviewer_digest(request: AuthedRequest) -> HttpResponse:
     form = DigestForm(request.POST)
     is_on = form.is_valid() and form.cleaned_data["is_on"]
     set_review_digest(reviewer=request.user, is_on=is_on)
-    messages.success(request, "Daily digest on." if is_on else "Daily digest off.")
+    messages.success(request, _("Daily digest on.") if is_on else _("Daily digest off."))
     return redirect("review:settings")
