@@ -24,9 +24,20 @@ def merged_catalogue(language_dir: Path) -> Catalog:
     language = language_dir.name
     merged = Catalog(locale=language, domain="django")
     origin: dict[object, str] = {}
+    plural_forms: tuple[str, str] | None = None  # (the part that declared them first, the forms)
     for part in sorted((language_dir / "LC_MESSAGES" / "parts").glob("*.po")):
         with part.open("rb") as handle:
             catalogue = read_po(handle, locale=language)
+        # The parts' own Plural-Forms, not Babel's from CLDR (French there has three forms,
+        # "many" included, while the parts translate two: msgstr[1] would never be used).
+        if plural_forms is None:
+            plural_forms = (part.name, catalogue.plural_forms)
+            merged.mime_headers = [("Plural-Forms", catalogue.plural_forms)]
+        elif catalogue.plural_forms != plural_forms[1]:
+            raise CommandError(
+                f"{part.name} declares other plural forms than {plural_forms[0]}: "
+                f"{catalogue.plural_forms!r}"
+            )
         for message in catalogue:
             if not message.id or message.fuzzy or not message.string:
                 continue
