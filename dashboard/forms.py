@@ -7,25 +7,41 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.utils.formats import date_format
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from memoryhub.models import Importance, ImportFormat, Mode, User
 from memoryhub.services.forget import ForgetSelector
 
 EPISODE_TYPES = [
-    ("", "Any type"),
-    ("decision", "Decisions"),
-    ("milestone", "Milestones"),
-    ("commitment", "Commitments"),
-    ("event", "Events"),
+    ("", _("Any type")),
+    ("decision", _("Decisions")),
+    ("milestone", _("Milestones")),
+    ("commitment", _("Commitments")),
+    ("event", _("Events")),
 ]
 RETENTION_CHOICES = [
-    ("", "Keep until I delete them"),
-    ("30", "1 month"),
-    ("90", "3 months"),
-    ("180", "6 months"),
-    ("365", "1 year"),
-    ("730", "2 years"),
+    ("", _("Keep until I delete them")),
+    ("30", _("1 month")),
+    ("90", _("3 months")),
+    ("180", _("6 months")),
+    ("365", _("1 year")),
+    ("730", _("2 years")),
 ]
+IMPORTANCE_CHOICES = [
+    (Importance.LOW, _("Low")),
+    (Importance.NORMAL, _("Normal")),
+    (Importance.HIGH, _("High")),
+    (Importance.CRITICAL, _("Critical")),
+]
+IMPORT_FORMAT_LABELS = {
+    ImportFormat.MEMORYHUB: _("MemoryHub export"),
+    ImportFormat.MEM0: _("Mem0 memories"),
+    ImportFormat.CHATGPT: _("ChatGPT conversations"),
+    ImportFormat.CLAUDE: _("Claude conversations"),
+    ImportFormat.OPENMEMORY: _("OpenMemory backup"),
+}
 EVERYTHING = "everything"
 EVERYTHING_PHRASE = "delete everything"
 
@@ -34,18 +50,23 @@ def _start_of(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
+def _day(day: date) -> str:
+    """ "05 Dec 2026", its month in the language of the request."""
+    return date_format(day, "d M Y")
+
+
 class MemoryEditForm(forms.Form):
     content = forms.CharField(
-        label="What MemoryHub remembers",
+        label=_("What MemoryHub remembers"),
         widget=forms.Textarea(attrs={"rows": 3}),
         max_length=settings.MEMORYHUB_MAX_CONTENT_BYTES,
         strip=True,
     )
-    importance = forms.ChoiceField(choices=Importance.choices)
+    importance = forms.ChoiceField(choices=IMPORTANCE_CHOICES)
 
 
 class CopyForm(forms.Form):
-    target = forms.ModelChoiceField(queryset=Mode.objects.none(), label="Copy to mode")
+    target = forms.ModelChoiceField(queryset=Mode.objects.none(), label=_("Copy to mode"))
 
     def __init__(self, *args: Any, user: User, mode: Mode, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -61,11 +82,11 @@ class ResolveForm(forms.Form):
 
 
 class ModeForm(forms.Form):
-    name = forms.CharField(label="New mode", max_length=100, strip=True)
+    name = forms.CharField(label=_("New mode"), max_length=100, strip=True)
 
 
 class SearchForm(forms.Form):
-    q = forms.CharField(label="Search this mode", max_length=500, strip=True, required=False)
+    q = forms.CharField(label=_("Search this mode"), max_length=500, strip=True, required=False)
 
 
 class AgentFilterForm(forms.Form):
@@ -75,13 +96,17 @@ class AgentFilterForm(forms.Form):
 
 
 class EpisodeFilterForm(forms.Form):
-    type = forms.ChoiceField(label="Type", choices=EPISODE_TYPES, required=False)
-    topic = forms.CharField(label="Topic", max_length=100, required=False, strip=True)
+    type = forms.ChoiceField(label=_("Type"), choices=EPISODE_TYPES, required=False)
+    topic = forms.CharField(label=_("Topic"), max_length=100, required=False, strip=True)
     since = forms.DateField(
-        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=pgettext_lazy("first day of a period", "From"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
     )
     until = forms.DateField(
-        label="To", required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=pgettext_lazy("last day of a period", "To"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
     )
 
     def period(self) -> tuple[datetime | None, datetime | None]:
@@ -102,16 +127,18 @@ class ForgetForm(forms.Form):
     TOPIC = "topic"
 
     what = forms.ChoiceField(
-        choices=[(LAST_HOUR, "The last hour"), (PERIOD, "A period"), (TOPIC, "A topic")],
+        choices=[(LAST_HOUR, _("The last hour")), (PERIOD, _("A period")), (TOPIC, _("A topic"))],
         widget=forms.HiddenInput,
     )
     since = forms.DateField(
-        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=pgettext_lazy("first day of a period", "From"),
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
     )
     until = forms.DateField(
-        label="To (included)", required=False, widget=forms.DateInput(attrs={"type": "date"})
+        label=_("To (included)"), required=False, widget=forms.DateInput(attrs={"type": "date"})
     )
-    topic = forms.CharField(label="Topic", max_length=100, required=False, strip=True)
+    topic = forms.CharField(label=_("Topic"), max_length=100, required=False, strip=True)
 
     @classmethod
     def is_asked(cls, data: Any) -> bool:
@@ -126,11 +153,11 @@ class ForgetForm(forms.Form):
         what = data.get("what")
         if what == self.PERIOD:
             if not data.get("since") and not data.get("until"):
-                raise forms.ValidationError("Choose the first day, the last day, or both.")
+                raise forms.ValidationError(gettext("Choose the first day, the last day, or both."))
             if data.get("since") and data.get("until") and data["since"] > data["until"]:
-                raise forms.ValidationError("The first day must come before the last day.")
+                raise forms.ValidationError(gettext("The first day must come before the last day."))
         if what == self.TOPIC and not data.get("topic"):
-            self.add_error("topic", "Say which topic to forget.")
+            self.add_error("topic", gettext("Say which topic to forget."))
         return data
 
     def selector(self, *, now: datetime) -> ForgetSelector:
@@ -147,44 +174,61 @@ class ForgetForm(forms.Form):
         )
 
     def describe(self) -> str:
-        """What was forgotten, in words, for the receipt."""
+        """What was forgotten, in words (and the language of the request), for the receipt."""
         what = self.cleaned_data["what"]
         if what == self.LAST_HOUR:
-            return "everything from the last hour"
+            return gettext("everything from the last hour")
         if what == self.TOPIC:
-            return f"everything about “{self.cleaned_data['topic']}”"
-        since, until = self.cleaned_data.get("since"), self.cleaned_data.get("until")
+            return gettext("everything about “{topic}”").format(topic=self.cleaned_data["topic"])
+        since: date | None = self.cleaned_data.get("since")
+        until: date | None = self.cleaned_data.get("until")
         if since and until:
-            return f"everything from {since:%d %b %Y} to {until:%d %b %Y}"
-        return (
-            f"everything since {since:%d %b %Y}" if since else f"everything until {until:%d %b %Y}"
-        )
+            return gettext("everything from {since} to {until}").format(
+                since=_day(since), until=_day(until)
+            )
+        if since:
+            return gettext("everything since {since}").format(since=_day(since))
+        assert until is not None  # noqa: S101 - clean() asks for the first day, the last or both.
+        return gettext("everything until {until}").format(until=_day(until))
 
 
 class DeleteAllForm(forms.Form):
     """Delete all of one mode, or of every mode, after typing a confirmation phrase."""
 
-    scope = forms.ChoiceField(label="What to delete", widget=forms.RadioSelect)
-    confirmation = forms.CharField(label="Type the confirmation phrase", max_length=200)
+    scope = forms.ChoiceField(label=_("What to delete"), widget=forms.RadioSelect)
+    confirmation = forms.CharField(label=_("Type the confirmation phrase"), max_length=200)
 
     def __init__(self, *args: Any, mode: Mode, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.mode = mode
         self.fields["scope"].choices = [  # type: ignore[attr-defined]  # A ChoiceField.
-            (mode.slug, f"Everything in the “{mode.name}” mode"),
-            (EVERYTHING, "Everything in every mode"),
+            (mode.slug, gettext("Everything in the “{name}” mode").format(name=mode.name)),
+            (EVERYTHING, gettext("Everything in every mode")),
         ]
 
     def expected_phrase(self, scope: str) -> str:
+        """The phrase to type, in the language of the page (delete_all.html shows the same)."""
+        if scope == EVERYTHING:
+            return gettext("delete everything")
+        return gettext("delete %(slug)s") % {"slug": self.mode.slug}
+
+    def _english_phrase(self, scope: str) -> str:
         return EVERYTHING_PHRASE if scope == EVERYTHING else f"delete {self.mode.slug}"
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         scope = data.get("scope")
         typed = (data.get("confirmation") or "").strip().lower()
-        if scope and typed != self.expected_phrase(scope):
+        # The English phrase is always accepted too: it is the one the docs and the API know.
+        if scope and typed not in {
+            self.expected_phrase(scope).lower(),
+            self._english_phrase(scope),
+        }:
             self.add_error(
-                "confirmation", f"Type “{self.expected_phrase(scope)}” exactly to confirm."
+                "confirmation",
+                gettext("Type “{phrase}” exactly to confirm.").format(
+                    phrase=self.expected_phrase(scope)
+                ),
             )
         return data
 
@@ -203,7 +247,7 @@ class MemoryOffForm(forms.Form):
 
 class RetentionForm(forms.Form):
     retention_days = forms.TypedChoiceField(
-        label="Delete memories older than",
+        label=_("Delete memories older than"),
         choices=RETENTION_CHOICES,
         coerce=int,
         empty_value=None,
@@ -212,12 +256,12 @@ class RetentionForm(forms.Form):
 
 
 class PersonalKeyForm(forms.Form):
-    name = forms.CharField(label="Name (for example: my desktop assistant)", max_length=100)
+    name = forms.CharField(label=_("Name (for example: my desktop assistant)"), max_length=100)
     mode = forms.ModelChoiceField(
         queryset=Mode.objects.none(),
         required=False,
-        empty_label="Any of my modes",
-        label="Only this mode",
+        empty_label=_("Any of my modes"),
+        label=_("Only this mode"),
     )
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
@@ -229,23 +273,26 @@ class PersonalKeyForm(forms.Form):
 
 class AccessFilterForm(forms.Form):
     # Unchecked by default: what a person wants to know is who else looked.
-    mine = forms.BooleanField(label="Also show what I did myself", required=False)
+    mine = forms.BooleanField(label=_("Also show what I did myself"), required=False)
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(label="File (JSON)")
+    file = forms.FileField(label=_("File (JSON)"))
     mode = forms.ModelChoiceField(
         queryset=Mode.objects.none(),
         empty_label=None,
-        label="Into this mode (a MemoryHub export keeps its own modes)",
+        label=_("Into this mode (a MemoryHub export keeps its own modes)"),
     )
     format = forms.ChoiceField(
-        label="Format",
+        label=_("Format"),
         required=False,
-        choices=[("", "Tell from the file"), *ImportFormat.choices],
+        choices=[
+            ("", _("Tell from the file")),
+            *((choice, IMPORT_FORMAT_LABELS.get(choice, choice.label)) for choice in ImportFormat),
+        ],
     )
     trust = forms.BooleanField(
-        label="Trust this file: keep its memories at once, without reviewing them",
+        label=_("Trust this file: keep its memories at once, without reviewing them"),
         required=False,
     )
 
@@ -259,16 +306,18 @@ class ImportForm(forms.Form):
         upload = self.cleaned_data["file"]
         limit = settings.MEMORYHUB_MAX_IMPORT_BYTES
         if upload.size > limit:
-            raise forms.ValidationError(f"The file is over {limit // (1024 * 1024)} MiB.")
+            raise forms.ValidationError(
+                gettext("The file is over {size} MiB.").format(size=limit // (1024 * 1024))
+            )
         return upload
 
 
 class ImportReviewForm(forms.Form):
     action = forms.ChoiceField(
         choices=[
-            ("keep_all", "Keep all"),
-            ("keep_selected", "Keep selected"),
-            ("discard", "Discard"),
+            ("keep_all", _("Keep all")),
+            ("keep_selected", _("Keep selected")),
+            ("discard", _("Discard")),
         ]
     )
     memory_ids = forms.TypedMultipleChoiceField(choices=[], required=False, coerce=str)
@@ -282,5 +331,5 @@ class ImportReviewForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("action") == "keep_selected" and not data.get("memory_ids"):
-            raise forms.ValidationError("Choose the memories to keep.")
+            raise forms.ValidationError(gettext("Choose the memories to keep."))
         return data

@@ -9,6 +9,8 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrPromise
 
 from memoryhub.models import AnswerRecord, LearningCandidate, MemoryUsage, User
 
@@ -25,7 +27,7 @@ class Usage:
 class UsageLine:
     """One quota as the user sees it: what they use of it; `limit` 0 means no limit."""
 
-    label: str
+    label: StrPromise  # Translated when shown.
     used: int
     limit: int
     is_bytes: bool = False
@@ -76,15 +78,15 @@ def usage_lines(user: User) -> list[UsageLine]:
     """
     usage = user_usage(user.pk)
     return [
-        UsageLine("Memories", usage.memories, settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER),
+        UsageLine(_("Memories"), usage.memories, settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER),
         UsageLine(
-            "Stored text",
+            _("Stored text"),
             usage.stored_bytes,
             settings.MEMORYHUB_QUOTA_BYTES_PER_USER,
             is_bytes=True,
         ),
         UsageLine(
-            "Answers reported today",
+            _("Answers reported today"),
             answers_today(user.pk),
             settings.MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY,
         ),

@@ -7,30 +7,57 @@ from datetime import datetime, timedelta
 from django import template
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
+from django.utils.text import capfirst
 from django.utils.timesince import timesince
+from django.utils.translation import gettext, ngettext_lazy, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise, StrPromise
 
 from memoryhub.audit.actions import action_words as _action_words
 from memoryhub.memory_rows import MemoryItem
-from memoryhub.models import Confidence, MemoryKind, MemorySource, MemoryStatus
+from memoryhub.models import ActorType, Channel, Confidence, MemoryKind, MemorySource, MemoryStatus
 from memoryhub.queries.overview import confidence_word as _confidence_word
 
 register = template.Library()
 
-KIND_LABELS: dict[str, str] = {
-    MemoryKind.FACT: "Fact",
-    MemoryKind.PREFERENCE: "Preference",
-    MemoryKind.PROCEDURE: "Procedure",
-    MemoryKind.EPISODE: "Episode",
-    MemoryKind.SESSION_SUMMARY: "Session",
-    MemoryKind.OPEN_ITEM: "Open item",
-    MemoryKind.THEME: "Theme",
+# The words are translated when shown (lazily), in the language of the request.
+KIND_LABELS: dict[str, StrPromise] = {
+    MemoryKind.FACT: _("Fact"),
+    MemoryKind.PREFERENCE: _("Preference"),
+    MemoryKind.PROCEDURE: _("Procedure"),
+    MemoryKind.EPISODE: _("Episode"),
+    MemoryKind.SESSION_SUMMARY: _("Session"),
+    MemoryKind.OPEN_ITEM: _("Open item"),
+    MemoryKind.THEME: _("Theme"),
 }
-SOURCE_WORDS: dict[str, str] = {
-    MemorySource.USER: "you",
-    MemorySource.EXPLICIT: "you, through an agent",
-    MemorySource.EXTRACTED: "a conversation",
-    MemorySource.REVIEWER: "a reviewer",
+SOURCE_WORDS: dict[str, StrOrPromise] = {
+    MemorySource.USER: _("you"),
+    MemorySource.EXPLICIT: _("you, through an agent"),
+    MemorySource.EXTRACTED: _("a conversation"),
+    MemorySource.REVIEWER: _("a reviewer"),
     MemorySource.SYSTEM: "MemoryHub",
+}
+# An episode's type (stored in English in its payload), as a person reads it.
+EPISODE_TYPE_WORDS: dict[str, StrPromise] = {
+    "decision": _("Decision"),
+    "milestone": _("Milestone"),
+    "commitment": _("Commitment"),
+    "event": _("Event"),
+}
+# Who changed an item (a version's changed_by_type other than the user), after "replaced … by".
+ACTOR_TYPE_WORDS: dict[str, StrPromise] = {
+    ActorType.AGENT: pgettext_lazy("changed by", "agent"),
+    ActorType.REVIEWER: pgettext_lazy("changed by", "reviewer"),
+    ActorType.ADMIN: pgettext_lazy("changed by", "admin"),
+    ActorType.SYSTEM: pgettext_lazy("changed by", "system"),
+}
+# The way an audit entry came in (its stored channel), in the access log.
+CHANNEL_WORDS: dict[str, StrPromise] = {
+    Channel.UI: pgettext_lazy("audit channel", "ui"),
+    Channel.API: pgettext_lazy("audit channel", "api"),
+    Channel.MCP: pgettext_lazy("audit channel", "mcp"),
+    Channel.ADMIN: pgettext_lazy("audit channel", "admin"),
+    Channel.SYSTEM: pgettext_lazy("audit channel", "system"),
 }
 
 
@@ -42,19 +69,37 @@ def confidence_word(confidence: str) -> str:
 
 @register.filter
 def kind_label(kind: str) -> str:
-    return KIND_LABELS.get(kind, kind.replace("_", " ").capitalize())
+    return str(KIND_LABELS.get(kind, kind.replace("_", " ").capitalize()))
+
+
+@register.filter
+def episode_type_word(episode_type: str | None) -> str:
+    """ "Decision", "Milestone" …; an episode without a type is an event."""
+    episode_type = episode_type or "event"
+    return str(EPISODE_TYPE_WORDS.get(episode_type, capfirst(episode_type)))
+
+
+@register.filter
+def actor_type_word(actor_type: str) -> str:
+    return str(ACTOR_TYPE_WORDS.get(actor_type, actor_type))
+
+
+@register.filter
+def channel_word(channel: str) -> str:
+    return str(CHANNEL_WORDS.get(channel, channel))
 
 
 @register.filter
 def source_word(item: MemoryItem) -> str:
     """Who or what stated the item, in a few words."""
     agent = item.extra.get("agent")
-    if item.source in {MemorySource.AGENT, MemorySource.EXPLICIT} and agent:
-        prefix = "you, through " if item.source == MemorySource.EXPLICIT else ""
-        return f"{prefix}agent “{agent}”"
+    if item.source == MemorySource.EXPLICIT and agent:
+        return gettext("you, through agent “{name}”").format(name=agent)
+    if item.source == MemorySource.AGENT and agent:
+        return gettext("agent “{name}”").format(name=agent)
     if item.source == MemorySource.AGENT:
-        return "an agent"
-    return SOURCE_WORDS.get(item.source, item.source)
+        return gettext("an agent")
+    return str(SOURCE_WORDS.get(item.source, item.source))
 
 
 @register.filter
@@ -73,51 +118,74 @@ def action_words(action: str) -> str:
     return _action_words(action)
 
 
-# What a forget removes, in words: (one, many).
-RECEIPT_WORDS: dict[str, tuple[str, str]] = {
-    MemoryKind.FACT: ("fact", "facts"),
-    MemoryKind.PREFERENCE: ("preference", "preferences"),
-    MemoryKind.PROCEDURE: ("procedure", "procedures"),
-    MemoryKind.EPISODE: ("episode", "episodes"),
-    MemoryKind.SESSION_SUMMARY: ("conversation summary", "conversation summaries"),
-    MemoryKind.OPEN_ITEM: ("open item", "open items"),
-    MemoryKind.THEME: ("theme", "themes"),
-    "version": ("earlier version of an item", "earlier versions of items"),
-    "message": ("conversation message", "conversation messages"),
-    "working_memory": (
-        "agent's working notes of a conversation",
-        "agents' working notes of conversations",
+# What a forget removes, in words, singular or plural by the count ("%(count)s" is the count).
+RECEIPT_WORDS: dict[str, StrPromise] = {
+    MemoryKind.FACT: ngettext_lazy("%(count)s fact", "%(count)s facts", "count"),
+    MemoryKind.PREFERENCE: ngettext_lazy("%(count)s preference", "%(count)s preferences", "count"),
+    MemoryKind.PROCEDURE: ngettext_lazy("%(count)s procedure", "%(count)s procedures", "count"),
+    MemoryKind.EPISODE: ngettext_lazy("%(count)s episode", "%(count)s episodes", "count"),
+    MemoryKind.SESSION_SUMMARY: ngettext_lazy(
+        "%(count)s conversation summary", "%(count)s conversation summaries", "count"
     ),
-    "session": ("ended conversation", "ended conversations"),
-    "journal": ("agent's note of what it told you", "agents' notes of what they told you"),
-    "answer_record": ("answer an agent gave you", "answers agents gave you"),
-    "learning_candidate": ("question kept for review", "questions kept for review"),
-    "graph_node": ("knowledge-graph entry", "knowledge-graph entries"),
-    "graph_edge": ("knowledge-graph link", "knowledge-graph links"),
+    MemoryKind.OPEN_ITEM: ngettext_lazy("%(count)s open item", "%(count)s open items", "count"),
+    MemoryKind.THEME: ngettext_lazy("%(count)s theme", "%(count)s themes", "count"),
+    "version": ngettext_lazy(
+        "%(count)s earlier version of an item", "%(count)s earlier versions of items", "count"
+    ),
+    "message": ngettext_lazy(
+        "%(count)s conversation message", "%(count)s conversation messages", "count"
+    ),
+    "working_memory": ngettext_lazy(
+        "%(count)s agent's working notes of a conversation",
+        "%(count)s agents' working notes of conversations",
+        "count",
+    ),
+    "session": ngettext_lazy(
+        "%(count)s ended conversation", "%(count)s ended conversations", "count"
+    ),
+    "journal": ngettext_lazy(
+        "%(count)s agent's note of what it told you",
+        "%(count)s agents' notes of what they told you",
+        "count",
+    ),
+    "answer_record": ngettext_lazy(
+        "%(count)s answer an agent gave you", "%(count)s answers agents gave you", "count"
+    ),
+    "learning_candidate": ngettext_lazy(
+        "%(count)s question kept for review", "%(count)s questions kept for review", "count"
+    ),
+    "graph_node": ngettext_lazy(
+        "%(count)s knowledge-graph entry", "%(count)s knowledge-graph entries", "count"
+    ),
+    "graph_edge": ngettext_lazy(
+        "%(count)s knowledge-graph link", "%(count)s knowledge-graph links", "count"
+    ),
 }
 
 
 @register.filter
 def receipt_line(kind: str, count: int) -> str:
     """ "2 facts", "1 conversation message": a count of what a forget removes, in words."""
-    one, many = RECEIPT_WORDS.get(kind, (kind.replace("_", " "), kind.replace("_", " ")))
-    return f"{count} {one if count == 1 else many}"
+    words = RECEIPT_WORDS.get(kind)
+    if words is None:
+        return f"{count} {kind.replace('_', ' ')}"
+    return str(words % {"count": count})
 
 
 @register.filter
 def receipt_kind(kind: str) -> str:
     """A receipt line's kind, in words ("fact", "message", "working_memory" …)."""
-    return KIND_LABELS.get(kind, kind.replace("_", " ")).lower()
+    return str(KIND_LABELS.get(kind, kind.replace("_", " "))).lower()
 
 
 @register.filter
 def when(moment: datetime | None) -> str:
     """ "just now", "5 minutes ago" or "3 hours ago" within a day; the date after; "never"."""
     if moment is None:
-        return "never"
+        return gettext("never")
     age = timezone.now() - moment
     if age < timedelta(minutes=1):
-        return "just now"
+        return gettext("just now")
     if age < timedelta(days=1):
-        return f"{timesince(moment, depth=1)} ago"
+        return gettext("{time} ago").format(time=timesince(moment, depth=1))
     return format_date(timezone.localtime(moment), "j M Y, H:i")

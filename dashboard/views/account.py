@@ -10,6 +10,7 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -65,9 +66,9 @@ def pause(request: AuthedRequest) -> HttpResponse:
     is_paused = form.is_valid() and form.cleaned_data["is_paused"]
     set_memory_paused(user=request.user, is_paused=is_paused, actor=actor_of(request))
     if is_paused:
-        messages.success(request, "Memory is paused: agents cannot remember anything new.")
+        messages.success(request, _("Memory is paused: agents cannot remember anything new."))
     else:
-        messages.success(request, "Memory is on again: agents can remember new things.")
+        messages.success(request, _("Memory is on again: agents can remember new things."))
     return redirect("dashboard:settings")
 
 
@@ -82,10 +83,14 @@ def mode_memory(request: AuthedRequest, mode_slug: str) -> HttpResponse:
     if is_off:
         messages.success(
             request,
-            f"Memory is off in the “{mode.name}” mode: agents get nothing of it and save nothing.",
+            _(
+                "Memory is off in the “{name}” mode: agents get nothing of it and save nothing."
+            ).format(name=mode.name),
         )
     else:
-        messages.success(request, f"Memory is on again in the “{mode.name}” mode.")
+        messages.success(
+            request, _("Memory is on again in the “{name}” mode.").format(name=mode.name)
+        )
     if request.POST.get("next") == "list":
         return redirect(list_url(mode))
     return redirect("dashboard:settings")
@@ -97,7 +102,7 @@ def retention(request: AuthedRequest) -> HttpResponse:
     """Set how long memories are kept before they are deleted automatically."""
     form = RetentionForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose one of the offered retention periods.")
+        messages.error(request, _("Choose one of the offered retention periods."))
         return redirect("dashboard:settings")
     try:
         set_retention(
@@ -108,7 +113,7 @@ def retention(request: AuthedRequest) -> HttpResponse:
     except MemoryHubError as error:
         messages.error(request, str(error))
         return redirect("dashboard:settings")
-    messages.success(request, "Retention saved: older memories are deleted automatically.")
+    messages.success(request, _("Retention saved: older memories are deleted automatically."))
     return redirect("dashboard:settings")
 
 
@@ -133,7 +138,9 @@ def agent_block(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
     """Block an agent: it can no longer read or write anything of this user."""
     agent = _agent_or_404(request, agent_id)
     block_agent(user=request.user, agent=agent, actor=actor_of(request))
-    messages.success(request, f"“{agent.name}” is blocked: it cannot reach your memory.")
+    messages.success(
+        request, _("“{name}” is blocked: it cannot reach your memory.").format(name=agent.name)
+    )
     return redirect("dashboard:agents")
 
 
@@ -143,7 +150,7 @@ def agent_unblock(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
     """Lift a block."""
     agent = _agent_or_404(request, agent_id)
     unblock_agent(user=request.user, agent=agent, actor=actor_of(request))
-    messages.success(request, f"“{agent.name}” can reach your memory again.")
+    messages.success(request, _("“{name}” can reach your memory again.").format(name=agent.name))
     return redirect("dashboard:agents")
 
 
@@ -155,8 +162,8 @@ def agent_export(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
         request,
         agent_id,
         AgentPermission.EXPORT,
-        allowed="“{name}” may now export all your data.",
-        stopped="“{name}” can no longer export your data.",
+        allowed=_("“{name}” may now export all your data."),
+        stopped=_("“{name}” can no longer export your data."),
     )
 
 
@@ -171,8 +178,8 @@ def agent_import(request: AuthedRequest, agent_id: UUID) -> HttpResponse:
         request,
         agent_id,
         AgentPermission.IMPORT,
-        allowed="“{name}” may now import files for you; you review what they bring.",
-        stopped="“{name}” can no longer import files for you.",
+        allowed=_("“{name}” may now import files for you; you review what they bring."),
+        stopped=_("“{name}” can no longer import files for you."),
     )
 
 
@@ -215,7 +222,7 @@ def keys(request: AuthedRequest) -> HttpResponse:
         # Post, redirect, get: reloading the page must not make a second key. The key waits in
         # the session for the one page that shows it.
         request.session[NEW_KEY_SESSION] = issued.raw_key
-        messages.success(request, "Key created. Copy it now: it is shown only once.")
+        messages.success(request, _("Key created. Copy it now: it is shown only once."))
         return redirect("dashboard:keys")
     return _keys_page(request, form, new_key=request.session.pop(NEW_KEY_SESSION, None))
 
@@ -243,7 +250,10 @@ def key_revoke(request: AuthedRequest, key_id: int) -> HttpResponse:
     if api_key is None:
         raise Http404("no such key")
     revoke_key(api_key=api_key)
-    messages.success(request, f"The key {api_key.prefix}… is revoked and no longer works.")
+    messages.success(
+        request,
+        _("The key {prefix}… is revoked and no longer works.").format(prefix=api_key.prefix),
+    )
     return redirect("dashboard:keys")
 
 
@@ -272,7 +282,7 @@ def account_delete(request: AuthedRequest) -> HttpResponse:
         delete_account(user=request.user, actor=actor_of(request))
         logout(request)
         messages.success(
-            request, "Your account and everything MemoryHub knew about you are erased."
+            request, _("Your account and everything MemoryHub knew about you are erased.")
         )
         return redirect("landing")
     status = 422 if request.method == "POST" else 200

@@ -13,9 +13,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_safe
 
 from dashboard.forms import DeleteAllForm, ForgetForm
@@ -75,11 +76,24 @@ def _keep_receipt(
     }
 
 
-def _gone_message(verb: str, receipt: DeletionReceipt) -> str:
+def _gone_message(receipt: DeletionReceipt, *, is_forget: bool) -> str:
+    """ "Forgotten: 2 items gone for good, and 3 records that went with them." (or "Deleted")."""
     items = len(receipt.memory_ids)
     others = receipt.total - items
-    also = f", and {others} record{pluralize(others)} that went with them" if others else ""
-    return f"{verb}: {items} item{pluralize(items)} gone for good{also}."
+    if is_forget:
+        gone = ngettext(
+            "Forgotten: {count} item gone for good", "Forgotten: {count} items gone for good", items
+        )
+    else:
+        gone = ngettext(
+            "Deleted: {count} item gone for good", "Deleted: {count} items gone for good", items
+        )
+    also = ngettext(
+        ", and {count} record that went with them",
+        ", and {count} records that went with them",
+        others,
+    )
+    return gone.format(count=items) + (also.format(count=others) if others else "") + "."
 
 
 def _take_named_items(request: AuthedRequest, data: dict[str, Any]) -> list[dict[str, str]]:
@@ -126,7 +140,7 @@ def _preview_and_forget(
     request.session.pop(TOPIC_SESSION_KEY, None)  # Forgotten: the topic is not kept either.
     named = [item for item in preview.items if item.id in set(receipt.memory_ids)]
     _keep_receipt(request, receipt, what=form.describe(), mode_name=mode.name, items=named)
-    messages.success(request, _gone_message("Forgotten", receipt))
+    messages.success(request, _gone_message(receipt, is_forget=True))
     return preview, redirect("dashboard:receipt")
 
 
@@ -209,12 +223,12 @@ def delete_all(request: AuthedRequest, mode_slug: str) -> HttpResponse:
         actor, embedder = actor_of(request), embedder_for_workspace(request.user.workspace)
         if form.is_everything:
             result = forget_all_modes(user=request.user, actor=actor, embedder=embedder)
-            what, mode_name = "everything", "every mode"
+            what, mode_name = _("everything"), _("every mode")
         else:
             result = forget_mode(user=request.user, mode=mode, actor=actor, embedder=embedder)
-            what, mode_name = "everything", mode.name
+            what, mode_name = _("everything"), mode.name
         _keep_receipt(request, result, what=what, mode_name=mode_name)
-        messages.success(request, _gone_message("Deleted", result))
+        messages.success(request, _gone_message(result, is_forget=False))
         return redirect("dashboard:receipt")
     status = 422 if request.method == "POST" else 200
     return render(request, "dashboard/delete_all.html", {"mode": mode, "form": form}, status=status)

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from dashboard.forms import ImportForm, ImportReviewForm
@@ -86,11 +87,23 @@ def import_review(request: AuthedRequest, import_id: UUID) -> HttpResponse:
     try:
         if action == "discard":
             count = review.discard_imported(job=job, actor=actor, memory_ids=chosen or None)
-            messages.success(request, f"Discarded {count} imported memories.")
+            messages.success(
+                request,
+                ngettext(
+                    "Discarded {count} imported memory.",
+                    "Discarded {count} imported memories.",
+                    count,
+                ).format(count=count),
+            )
         else:
             selection = chosen if action == "keep_selected" else None
             count = review.keep_imported(job=job, actor=actor, memory_ids=selection)
-            messages.success(request, f"Kept {count} imported memories.")
+            messages.success(
+                request,
+                ngettext(
+                    "Kept {count} imported memory.", "Kept {count} imported memories.", count
+                ).format(count=count),
+            )
     except MemoryHubError as error:
         messages.error(request, str(error))
     return redirect_after_post(request, reverse("dashboard:import_detail", args=[job.pk]))

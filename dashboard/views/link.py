@@ -7,6 +7,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from memoryhub.errors import MemoryHubError
@@ -27,8 +28,10 @@ def user_link(request: AuthedRequest, token: str) -> HttpResponse:
             login(request, user, backend=BACKEND)
             messages.success(
                 request,
-                "Done: you now sign in to this memory with your login. We sent a note of it to "
-                "your email address.",
+                _(
+                    "Done: you now sign in to this memory with your login. We sent a note of it "
+                    "to your email address."
+                ),
             )
             return redirect("dashboard:memory_list")
         preview = preview_user_link(token=token, account=request.user)

@@ -10,6 +10,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import reswap, trigger_client_event
 
@@ -202,7 +204,9 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
         except REFUSALS as error:
             form.add_error("content", str(error))
         else:
-            messages.success(request, "Saved. The previous version is kept in the item's history.")
+            messages.success(
+                request, _("Saved. The previous version is kept in the item's history.")
+            )
             if not request.htmx:
                 return back_to_list(request, mode, anchor=f"memory-{memory_id}")
             item = get_item(user=request.user, mode=mode, memory_id=memory_id, actor=actor)
@@ -298,8 +302,14 @@ def memory_delete(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Ht
     if memory_id not in receipt.memory_ids:
         raise Http404("no such item")
     derived = len(receipt.memory_ids) - 1
-    also = f" {derived} item(s) derived from it went too." if derived else ""
-    message = f"Deleted. It will not be used again.{also}"
+    message = _("Deleted. It will not be used again.")
+    if derived:
+        also = ngettext(
+            "{count} item derived from it went too.",
+            "{count} items derived from it went too.",
+            derived,
+        )
+        message = f"{message} {also.format(count=derived)}"
     return _done(request, mode, memory_id, message, is_gone=True, was_candidate=was_candidate)
 
 
@@ -313,7 +323,7 @@ def memory_confirm(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> H
         confirm_memory(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
     except REFUSALS as error:
         return _refused(request, mode, error)
-    message = "Thanks: marked as confirmed. Agents can use it now."
+    message = _("Thanks: marked as confirmed. Agents can use it now.")
     return _done(request, mode, memory_id, message, was_candidate=True)
 
 
@@ -327,7 +337,7 @@ def memory_reject(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Ht
         reject_candidate(user=request.user, mode=mode, memory_id=memory_id, actor=actor_of(request))
     except REFUSALS as error:
         return _refused(request, mode, error)
-    message = "Thanks: it is deleted and will not be used."
+    message = _("Thanks: it is deleted and will not be used.")
     return _done(request, mode, memory_id, message, is_gone=True, was_candidate=True)
 
 
@@ -349,7 +359,7 @@ def memory_done(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
         return _refused(request, mode, error)
     # Done items leave "Open items" (its count drops): the card goes too, not only the count.
     leaves_page = shown_section(request) == OPEN_ITEMS
-    return _done(request, mode, memory_id, "Marked as done.", is_gone=leaves_page)
+    return _done(request, mode, memory_id, _("Marked as done."), is_gone=leaves_page)
 
 
 @require_POST
@@ -361,7 +371,7 @@ def memory_copy(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
     get_memory_row(user=request.user, mode=mode, memory_id=memory_id)  # 404 before anything else.
     form = CopyForm(request.POST, user=request.user, mode=mode)
     if not form.is_valid():
-        return _refused(request, mode, InvalidInputError("Choose one of your other modes."))
+        return _refused(request, mode, InvalidInputError(_("Choose one of your other modes.")))
     target: Mode = form.cleaned_data["target"]
     copy_to_mode(
         user=request.user,
@@ -371,7 +381,8 @@ def memory_copy(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
         actor=actor_of(request),
         embedder=embedder_for_workspace(request.user.workspace),
     )
-    return _done(request, mode, memory_id, f"Copied to the “{target.name}” mode.")
+    message = _("Copied to the “{name}” mode.").format(name=target.name)
+    return _done(request, mode, memory_id, message)
 
 
 @require_POST
@@ -393,7 +404,7 @@ def contradiction_resolve(request: AuthedRequest, mode_slug: str) -> HttpRespons
         )
     except REFUSALS as error:
         return _refused(request, mode, error)
-    message = "Resolved: MemoryHub now uses the one you kept."
+    message = _("Resolved: MemoryHub now uses the one you kept.")
     messages.success(request, message)
     if request.htmx:
         context = {"target": request.htmx.target or "contradiction", "message": message}
@@ -407,12 +418,15 @@ def mode_create(request: AuthedRequest) -> HttpResponse:
     """Add a custom mode (personal and work exist already)."""
     form = ModeForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Give the new mode a name.")
+        messages.error(request, _("Give the new mode a name."))
         return redirect("dashboard:memory_list")
     try:
         mode = create_mode(user=request.user, name=form.cleaned_data["name"])
     except MemoryHubError as error:
         messages.error(request, str(error))
         return redirect("dashboard:memory_list")
-    messages.success(request, f"The “{mode.name}” mode is ready. Nothing crosses between modes.")
+    messages.success(
+        request,
+        _("The “{name}” mode is ready. Nothing crosses between modes.").format(name=mode.name),
+    )
     return redirect(f"{reverse('dashboard:memory_list')}?mode={mode.slug}")

@@ -2,11 +2,15 @@
 
 Every `record_access` names one of these. The stored strings are the ones rows already hold,
 so no row is rewritten; add a member here (with its words) for a new kind of access or change.
+The stored strings stay English codes; only the words are translated, when shown.
 """
 
 from __future__ import annotations
 
 from enum import Enum, StrEnum
+
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrPromise
 
 
 class Changes(Enum):
@@ -20,10 +24,10 @@ class Changes(Enum):
 class AuditAction(StrEnum):
     """An audit action: its stored value, its words ("… read a memory"), what it changes."""
 
-    words: str
+    words: StrPromise
     changes: Changes
 
-    def __new__(cls, value: str, words: str, changes: Changes) -> AuditAction:
+    def __new__(cls, value: str, words: StrPromise, changes: Changes) -> AuditAction:
         member = str.__new__(cls, value)
         member._value_ = value
         member.words = words
@@ -39,175 +43,175 @@ class AuditAction(StrEnum):
         return self.changes is Changes.MEMORY
 
     # Memory rows.
-    MEMORY_CREATE = "memory.create", "remembered something", Changes.MEMORY
-    MEMORY_EDIT = "memory.edit", "edited a memory", Changes.MEMORY
+    MEMORY_CREATE = "memory.create", _("remembered something"), Changes.MEMORY
+    MEMORY_EDIT = "memory.edit", _("edited a memory"), Changes.MEMORY
     MEMORY_REINFORCE = (
         "memory.reinforce",
-        "said again something already remembered",
+        _("said again something already remembered"),
         Changes.MEMORY,
     )
-    MEMORY_DELETE = "memory.delete", "deleted memories", Changes.MEMORY
-    MEMORY_FORGET = "memory.forget", "forgot memories", Changes.MEMORY
-    MEMORY_CONFIRM = "memory.confirm", "confirmed a memory", Changes.MEMORY
-    MEMORY_REJECT = "memory.reject", "rejected a memory", Changes.MEMORY
+    MEMORY_DELETE = "memory.delete", _("deleted memories"), Changes.MEMORY
+    MEMORY_FORGET = "memory.forget", _("forgot memories"), Changes.MEMORY
+    MEMORY_CONFIRM = "memory.confirm", _("confirmed a memory"), Changes.MEMORY
+    MEMORY_REJECT = "memory.reject", _("rejected a memory"), Changes.MEMORY
     # Written by earlier versions (a contradiction resolved); kept for their rows' words.
-    MEMORY_RESOLVE = "memory.resolve", "resolved a contradiction", Changes.MEMORY
-    MEMORY_COPY = "memory.copy", "copied a memory to another mode", Changes.MEMORY
-    MEMORY_CONSOLIDATE = "memory.consolidate", "folded episodes into a theme", Changes.MEMORY
-    MEMORY_EXTRACT = "memory.extract", "remembered things from a conversation", Changes.MEMORY
-    SESSION_COMPACT = "session.compact", "summarised a long conversation", Changes.MEMORY
-    ACCOUNT_DELETE = "account.delete", "deleted the account", Changes.MEMORY
-    MEMORY_IMPORT = "memory.import", "imported memories from a file", Changes.MEMORY
-    IMPORT_UNDO = "import.undo", "undid a failed import", Changes.MEMORY
+    MEMORY_RESOLVE = "memory.resolve", _("resolved a contradiction"), Changes.MEMORY
+    MEMORY_COPY = "memory.copy", _("copied a memory to another mode"), Changes.MEMORY
+    MEMORY_CONSOLIDATE = "memory.consolidate", _("folded episodes into a theme"), Changes.MEMORY
+    MEMORY_EXTRACT = "memory.extract", _("remembered things from a conversation"), Changes.MEMORY
+    SESSION_COMPACT = "session.compact", _("summarised a long conversation"), Changes.MEMORY
+    ACCOUNT_DELETE = "account.delete", _("deleted the account"), Changes.MEMORY
+    MEMORY_IMPORT = "memory.import", _("imported memories from a file"), Changes.MEMORY
+    IMPORT_UNDO = "import.undo", _("undid a failed import"), Changes.MEMORY
     # Imports (memoryhub/imports/): the file's arrival, its past conversations, its end.
-    IMPORT_START = "import.start", "uploaded a file to import", Changes.STATE
-    IMPORT_SESSIONS = "import.sessions", "imported past conversations", Changes.STATE
-    IMPORT_FINISH = "import.finish", "finished an import", Changes.STATE
+    IMPORT_START = "import.start", _("uploaded a file to import"), Changes.STATE
+    IMPORT_SESSIONS = "import.sessions", _("imported past conversations"), Changes.STATE
+    IMPORT_FINISH = "import.finish", _("finished an import"), Changes.STATE
     # Reads of memory.
-    DASHBOARD_LIST = "dashboard.list", "viewed memories in the dashboard", Changes.NOTHING
-    MEMORY_LIST = "memory.list", "listed memories", Changes.NOTHING
-    MEMORY_READ = "memory.read", "read a memory", Changes.NOTHING
-    MEMORY_HISTORY = "memory.history", "read a memory's history", Changes.NOTHING
-    MEMORY_PROVENANCE = "memory.provenance", "asked why a memory is kept", Changes.NOTHING
-    MEMORY_SEARCH = "memory.search", "searched memories", Changes.NOTHING
-    PROFILE_READ = "profile.read", "read the profile", Changes.NOTHING
-    OPEN_ITEMS_LIST = "open_items.list", "listed open items", Changes.NOTHING
-    CONTEXT_ASSEMBLE = "context.assemble", "assembled context for a reply", Changes.NOTHING
-    ACCOUNT_EXPORT = "account.export", "exported all data", Changes.NOTHING
-    FORGET_PREVIEW = "forget.preview", "previewed what a forget would delete", Changes.NOTHING
+    DASHBOARD_LIST = "dashboard.list", _("viewed memories in the dashboard"), Changes.NOTHING
+    MEMORY_LIST = "memory.list", _("listed memories"), Changes.NOTHING
+    MEMORY_READ = "memory.read", _("read a memory"), Changes.NOTHING
+    MEMORY_HISTORY = "memory.history", _("read a memory's history"), Changes.NOTHING
+    MEMORY_PROVENANCE = "memory.provenance", _("asked why a memory is kept"), Changes.NOTHING
+    MEMORY_SEARCH = "memory.search", _("searched memories"), Changes.NOTHING
+    PROFILE_READ = "profile.read", _("read the profile"), Changes.NOTHING
+    OPEN_ITEMS_LIST = "open_items.list", _("listed open items"), Changes.NOTHING
+    CONTEXT_ASSEMBLE = "context.assemble", _("assembled context for a reply"), Changes.NOTHING
+    ACCOUNT_EXPORT = "account.export", _("exported all data"), Changes.NOTHING
+    FORGET_PREVIEW = "forget.preview", _("previewed what a forget would delete"), Changes.NOTHING
     TRANSCRIPT_SENT_TO_LLM = (
         "transcript.sent_to_llm",
-        "sent a conversation to the language model to learn from it",
+        _("sent a conversation to the language model to learn from it"),
         Changes.NOTHING,
     )
     # The user's settings and agents.
-    MEMORY_PAUSE = "memory.pause", "paused memory", Changes.STATE
-    MEMORY_RESUME = "memory.resume", "resumed memory", Changes.STATE
-    MODE_MEMORY_OFF = "mode.memory_off", "turned memory off in a mode", Changes.STATE
-    MODE_MEMORY_ON = "mode.memory_on", "turned memory on in a mode", Changes.STATE
-    SETTINGS_RETENTION = "settings.retention", "changed retention", Changes.STATE
-    AGENT_BLOCK = "agent.block", "blocked an agent", Changes.STATE
-    AGENT_UNBLOCK = "agent.unblock", "unblocked an agent", Changes.STATE
-    AGENT_ALLOW = "agent.allow", "let an agent export all your data", Changes.STATE
-    AGENT_DISALLOW = "agent.disallow", "stopped an agent exporting your data", Changes.STATE
+    MEMORY_PAUSE = "memory.pause", _("paused memory"), Changes.STATE
+    MEMORY_RESUME = "memory.resume", _("resumed memory"), Changes.STATE
+    MODE_MEMORY_OFF = "mode.memory_off", _("turned memory off in a mode"), Changes.STATE
+    MODE_MEMORY_ON = "mode.memory_on", _("turned memory on in a mode"), Changes.STATE
+    SETTINGS_RETENTION = "settings.retention", _("changed retention"), Changes.STATE
+    AGENT_BLOCK = "agent.block", _("blocked an agent"), Changes.STATE
+    AGENT_UNBLOCK = "agent.unblock", _("unblocked an agent"), Changes.STATE
+    AGENT_ALLOW = "agent.allow", _("let an agent export all your data"), Changes.STATE
+    AGENT_DISALLOW = "agent.disallow", _("stopped an agent exporting your data"), Changes.STATE
     API_KEY_REVOKE_ALL = (
         "api_key.revoke_all",
-        "revoked your personal keys (your password changed)",
+        _("revoked your personal keys (your password changed)"),
         Changes.STATE,
     )
     ACCESS_REFUSED = (
         "access.refused",
-        "tried to reach your memory (you blocked this agent)",
+        _("tried to reach your memory (you blocked this agent)"),
         Changes.NOTHING,
     )
-    ACCESS_LOG_VIEW = "access_log.view", "read this access log", Changes.NOTHING
+    ACCESS_LOG_VIEW = "access_log.view", _("read this access log"), Changes.NOTHING
     EXPORT_REFUSED = (
         "export.refused",
-        "asked to export all your data (you did not allow it)",
+        _("asked to export all your data (you did not allow it)"),
         Changes.NOTHING,
     )
     IMPORT_REFUSED = (
         "import.refused",
-        "tried to import a file into your memory (you did not allow it)",
+        _("tried to import a file into your memory (you did not allow it)"),
         Changes.NOTHING,
     )
     # Roles, users and the logins linked to them.
-    ROLE_GRANT_REVIEWER = "role.grant_reviewer", "made you a reviewer", Changes.STATE
-    ROLE_GRANT_ADMIN = "role.grant_admin", "made you an admin", Changes.STATE
-    ROLE_REVOKE_REVIEWER = "role.revoke_reviewer", "took away your reviewer role", Changes.STATE
-    ROLE_REVOKE_ADMIN = "role.revoke_admin", "took away your admin role", Changes.STATE
-    USER_CREATE = "user.create", "created your user record", Changes.STATE
-    USER_READ = "user.read", "read your user record", Changes.NOTHING
+    ROLE_GRANT_REVIEWER = "role.grant_reviewer", _("made you a reviewer"), Changes.STATE
+    ROLE_GRANT_ADMIN = "role.grant_admin", _("made you an admin"), Changes.STATE
+    ROLE_REVOKE_REVIEWER = "role.revoke_reviewer", _("took away your reviewer role"), Changes.STATE
+    ROLE_REVOKE_ADMIN = "role.revoke_admin", _("took away your admin role"), Changes.STATE
+    USER_CREATE = "user.create", _("created your user record"), Changes.STATE
+    USER_READ = "user.read", _("read your user record"), Changes.NOTHING
     USER_LINK_ISSUE = (
         "user.link_issue",
-        "made a link to connect your login to this user",
+        _("made a link to connect your login to this user"),
         Changes.STATE,
     )
-    USER_LINK = "user.link", "connected your login to this user", Changes.STATE
+    USER_LINK = "user.link", _("connected your login to this user"), Changes.STATE
     USER_LINK_UNDO = (
         "user.link_undo",
-        "undid the link of a login to this user: the login left it",
+        _("undid the link of a login to this user: the login left it"),
         Changes.STATE,
     )
     # Conversations.
-    SESSION_START = "session.start", "started a conversation", Changes.STATE
-    SESSION_END = "session.end", "ended a conversation", Changes.STATE
-    SESSION_LIST = "session.list", "listed its recent conversations", Changes.NOTHING
+    SESSION_START = "session.start", _("started a conversation"), Changes.STATE
+    SESSION_END = "session.end", _("ended a conversation"), Changes.STATE
+    SESSION_LIST = "session.list", _("listed its recent conversations"), Changes.NOTHING
     WORKING_MEMORY_READ = (
         "working_memory.read",
-        "read its working notes of a conversation",
+        _("read its working notes of a conversation"),
         Changes.NOTHING,
     )
     WORKING_MEMORY_WRITE = (
         "working_memory.write",
-        "wrote its working notes of a conversation",
+        _("wrote its working notes of a conversation"),
         Changes.STATE,
     )
-    JOURNAL_CREATE = "journal.create", "noted what it told you", Changes.STATE
-    JOURNAL_READ = "journal.read", "read its notes of what it told you", Changes.NOTHING
-    JOURNAL_LIST = "journal.list", "listed its notes of what it told you", Changes.NOTHING
-    JOURNAL_RESOLVE = "journal.resolve", "closed one of its notes", Changes.STATE
+    JOURNAL_CREATE = "journal.create", _("noted what it told you"), Changes.STATE
+    JOURNAL_READ = "journal.read", _("read its notes of what it told you"), Changes.NOTHING
+    JOURNAL_LIST = "journal.list", _("listed its notes of what it told you"), Changes.NOTHING
+    JOURNAL_RESOLVE = "journal.resolve", _("closed one of its notes"), Changes.STATE
     # Answers, the knowledge base and its review.
-    ANSWER_REPORT = "answer.report", "reported an answer it gave", Changes.STATE
-    ANSWER_FEEDBACK = "answer.feedback", "recorded your feedback on an answer", Changes.STATE
-    KNOWLEDGE_PROPOSE = "knowledge.propose", "proposed workspace knowledge", Changes.STATE
+    ANSWER_REPORT = "answer.report", _("reported an answer it gave"), Changes.STATE
+    ANSWER_FEEDBACK = "answer.feedback", _("recorded your feedback on an answer"), Changes.STATE
+    KNOWLEDGE_PROPOSE = "knowledge.propose", _("proposed workspace knowledge"), Changes.STATE
     GRAPH_RECORD_ANSWER = (
         "graph.record_answer",
-        "added an answer you were given to the workspace's knowledge graph",
+        _("added an answer you were given to the workspace's knowledge graph"),
         Changes.STATE,
     )
     REVIEW_CANDIDATE_VIEW = (
         "review.candidate_view",
-        "read a scrubbed question for review",
+        _("read a scrubbed question for review"),
         Changes.NOTHING,
     )
     REVIEW_QUEUE_VIEW = (
         "review.queue_view",
-        "saw a scrubbed question in the review queue",
+        _("saw a scrubbed question in the review queue"),
         Changes.NOTHING,
     )
     REVIEW_CANDIDATE_APPROVE = (
         "review.candidate_approve",
-        "published a scrubbed question to the knowledge base",
+        _("published a scrubbed question to the knowledge base"),
         Changes.STATE,
     )
     REVIEW_CANDIDATE_REJECT = (
         "review.candidate_reject",
-        "rejected a scrubbed question in review",
+        _("rejected a scrubbed question in review"),
         Changes.STATE,
     )
     REVIEW_CANDIDATE_SKIP = (
         "review.candidate_skip",
-        "skipped a scrubbed question in review",
+        _("skipped a scrubbed question in review"),
         Changes.STATE,
     )
     REVIEW_NAMES_READ = (
         "review.names_read",
-        "read your name to scrub it from a question for review",
+        _("read your name to scrub it from a question for review"),
         Changes.NOTHING,
     )
     REVIEW_ANSWER_FOR_USER = (
         "review.answer_for_user",
-        "answered a question of yours, for you to confirm",
+        _("answered a question of yours, for you to confirm"),
         Changes.STATE,
     )
     REVIEW_NEEDS_USER = (
         "review.needs_user",
-        "left you a question only you can answer",
+        _("left you a question only you can answer"),
         Changes.STATE,
     )
-    REVIEW_KEY_CREATE = "review.key_create", "made a reviewer key", Changes.STATE
-    REVIEW_KEY_REVOKE = "review.key_revoke", "revoked a reviewer key", Changes.STATE
+    REVIEW_KEY_CREATE = "review.key_create", _("made a reviewer key"), Changes.STATE
+    REVIEW_KEY_REVOKE = "review.key_revoke", _("revoked a reviewer key"), Changes.STATE
     # Webhooks of a workspace (memoryhub/webhooks/; never about one user).
-    WEBHOOK_CREATE = "webhook.create", "added a webhook endpoint", Changes.STATE
-    WEBHOOK_ROTATE = "webhook.rotate", "rotated a webhook endpoint's secret", Changes.STATE
-    WEBHOOK_ENABLE = "webhook.enable", "enabled a webhook endpoint", Changes.STATE
-    WEBHOOK_DISABLE = "webhook.disable", "disabled a webhook endpoint", Changes.STATE
-    WEBHOOK_REPLAY = "webhook.replay", "sent a webhook delivery again", Changes.STATE
-    WEBHOOK_LIST = "webhook.list", "listed webhook endpoints or deliveries", Changes.NOTHING
+    WEBHOOK_CREATE = "webhook.create", _("added a webhook endpoint"), Changes.STATE
+    WEBHOOK_ROTATE = "webhook.rotate", _("rotated a webhook endpoint's secret"), Changes.STATE
+    WEBHOOK_ENABLE = "webhook.enable", _("enabled a webhook endpoint"), Changes.STATE
+    WEBHOOK_DISABLE = "webhook.disable", _("disabled a webhook endpoint"), Changes.STATE
+    WEBHOOK_REPLAY = "webhook.replay", _("sent a webhook delivery again"), Changes.STATE
+    WEBHOOK_LIST = "webhook.list", _("listed webhook endpoints or deliveries"), Changes.NOTHING
     WEBHOOK_TEXT_SENT = (
         "webhook.text_sent",
-        "sent a memory's text to a webhook endpoint allowed to receive it",
+        _("sent a memory's text to a webhook endpoint allowed to receive it"),
         Changes.NOTHING,
     )
     # A workspace's settings (never about one user).
@@ -217,27 +221,27 @@ class AuditAction(StrEnum):
         Changes.STATE,
     )
     # The audit log itself, and admins' pages (the last three are never about one user).
-    AUDIT_VIEW = "audit.view", "read the audit log about you", Changes.NOTHING
-    AUDIT_EXPORT = "audit.export", "exported the audit log about you", Changes.NOTHING
+    AUDIT_VIEW = "audit.view", _("read the audit log about you"), Changes.NOTHING
+    AUDIT_EXPORT = "audit.export", _("exported the audit log about you"), Changes.NOTHING
     ADMIN_USER_LINKS = (
         "admin.user_links",
-        "listed the logins linked to agents' users",
+        _("listed the logins linked to agents' users"),
         Changes.NOTHING,
     )
-    ADMIN_HEALTH = "admin.health", "looked at the service's health", Changes.NOTHING
-    GRAPH_INSIGHTS = "graph.insights", "read the knowledge graph's insights", Changes.NOTHING
-    GRAPH_OVERVIEW = "graph.overview", "looked at the knowledge graph", Changes.NOTHING
+    ADMIN_HEALTH = "admin.health", _("looked at the service's health"), Changes.NOTHING
+    GRAPH_INSIGHTS = "graph.insights", _("read the knowledge graph's insights"), Changes.NOTHING
+    GRAPH_OVERVIEW = "graph.overview", _("looked at the knowledge graph"), Changes.NOTHING
 
 
 # What an admin did to a row in the admin site: stored as "admin.<model>.<verb>"
 # (memoryhub/admin.py), a family of actions rather than members of the catalogue.
 ADMIN_SITE_PREFIX = "admin."
-ADMIN_VERBS: dict[str, str] = {
-    "add": "added",
-    "change": "changed",
-    "delete": "deleted",
-    "view": "viewed",
-    "list": "listed",
+ADMIN_VERBS: dict[str, StrPromise] = {
+    "add": _("added a record ({model}) in the admin site"),
+    "change": _("changed a record ({model}) in the admin site"),
+    "delete": _("deleted a record ({model}) in the admin site"),
+    "view": _("viewed a record ({model}) in the admin site"),
+    "list": _("listed a record ({model}) in the admin site"),
 }
 
 
@@ -253,8 +257,8 @@ def action_words(stored: str) -> str:
     """A stored action in the user's words; an unknown one spelled out from its parts."""
     action = _BY_VALUE.get(stored)
     if action is not None:
-        return action.words
+        return str(action.words)
     parts = stored.split(".")
     if len(parts) == 3 and f"{parts[0]}." == ADMIN_SITE_PREFIX and parts[2] in ADMIN_VERBS:
-        return f"{ADMIN_VERBS[parts[2]]} a record ({parts[1]}) in the admin site"
+        return str(ADMIN_VERBS[parts[2]]).format(model=parts[1])
     return stored.replace(".", ": ").replace("_", " ")

@@ -8,6 +8,9 @@ from datetime import datetime
 from uuid import UUID
 
 from django.core.paginator import Paginator
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrOrPromise
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -21,11 +24,12 @@ from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import memories_of, open_content
 from memoryhub.models import ActorType, ApiKey, AuditEntry, Mode, User
 
-ACTOR_WORDS: dict[str, str] = {
-    ActorType.USER: "You",
-    ActorType.AGENT: "Agent",
-    ActorType.REVIEWER: "Reviewer",
-    ActorType.ADMIN: "Admin",
+# Words for the person reading their log: translated into the language of the request.
+ACTOR_WORDS: dict[str, StrOrPromise] = {
+    ActorType.USER: _("You"),
+    ActorType.AGENT: _("Agent"),
+    ActorType.REVIEWER: _("Reviewer"),
+    ActorType.ADMIN: _("Admin"),
     ActorType.SYSTEM: "MemoryHub",
 }
 # The audit action of an agent refused because the user blocked it (memoryhub/api/auth.py).
@@ -74,8 +78,10 @@ class AccessPage:
 def _who(entry: AuditEntry, key_names: dict[str, str]) -> str:
     if entry.actor_id.startswith(PERSONAL_KEY_PREFIX):
         name = key_names.get(entry.actor_id.removeprefix(PERSONAL_KEY_PREFIX))
-        return f"Your key “{name}”" if name else "A personal key of yours (since deleted)"
-    word = ACTOR_WORDS.get(entry.actor_type, entry.actor_type)
+        if name:
+            return gettext("Your key “{name}”").format(name=name)
+        return gettext("A personal key of yours (since deleted)")
+    word = str(ACTOR_WORDS.get(entry.actor_type, entry.actor_type))
     if entry.actor_type in {ActorType.USER, ActorType.SYSTEM} or not entry.actor_label:
         return word
     return f"{word} “{entry.actor_label}”"

@@ -11,6 +11,9 @@ from uuid import UUID
 from django.core.paginator import Paginator
 from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+from django_stubs_ext import StrPromise
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -31,10 +34,11 @@ from memoryhub.models import (
     User,
 )
 
-CONFIDENCE_WORDS: dict[str, str] = {
-    Confidence.CANDIDATE: "not sure yet",
-    Confidence.MEDIUM: "likely",
-    Confidence.HIGH: "confirmed",
+# Words for people (the dashboard): translated into the language of the request when shown.
+CONFIDENCE_WORDS: dict[str, StrPromise] = {
+    Confidence.CANDIDATE: _("not sure yet"),
+    Confidence.MEDIUM: _("likely"),
+    Confidence.HIGH: _("confirmed"),
 }
 CURRENT_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.CANDIDATE)
 # Filters on encrypted payload fields (episode type, topic) decrypt the newest rows in Python;
@@ -46,7 +50,7 @@ HEAVY_FIELDS = ("embedding", "blind_tokens")
 
 def confidence_word(confidence: str) -> str:
     """The confidence in words a person reads: "confirmed", "likely" or "not sure yet"."""
-    return CONFIDENCE_WORDS.get(confidence, "not sure yet")
+    return str(CONFIDENCE_WORDS.get(confidence, CONFIDENCE_WORDS[Confidence.CANDIDATE]))
 
 
 @dataclass(frozen=True)
@@ -54,20 +58,22 @@ class Section:
     """One part of the dashboard: which kinds and statuses it lists."""
 
     slug: str
-    title: str
+    title: StrPromise  # Translated when shown.
     kinds: tuple[str, ...]
     statuses: tuple[str, ...] = CURRENT_STATUSES
 
 
 SECTIONS = (
-    Section("profile", "Profile", (MemoryKind.FACT,)),
+    Section("profile", _("Profile"), (MemoryKind.FACT,)),
     Section(
-        "preferences", "Preferences and procedures", (MemoryKind.PREFERENCE, MemoryKind.PROCEDURE)
+        "preferences",
+        _("Preferences and procedures"),
+        (MemoryKind.PREFERENCE, MemoryKind.PROCEDURE),
     ),
-    Section("sessions", "Recent sessions", (MemoryKind.SESSION_SUMMARY,)),
-    Section("episodes", "Episodes", (MemoryKind.EPISODE, MemoryKind.THEME)),
-    Section("open-items", "Open items", (MemoryKind.OPEN_ITEM,), (MemoryStatus.ACTIVE,)),
-    Section("everything", "Everything", ()),
+    Section("sessions", _("Recent sessions"), (MemoryKind.SESSION_SUMMARY,)),
+    Section("episodes", _("Episodes"), (MemoryKind.EPISODE, MemoryKind.THEME)),
+    Section("open-items", _("Open items"), (MemoryKind.OPEN_ITEM,), (MemoryStatus.ACTIVE,)),
+    Section("everything", _("Everything"), ()),
 )
 SECTIONS_BY_SLUG = {section.slug: section for section in SECTIONS}
 
@@ -406,15 +412,22 @@ class Provenance:
 
 
 def _stated_by(memory: Memory) -> str:
-    agent = f"the agent “{memory.agent.name}”" if memory.agent is not None else "an agent"
+    """Who stated the item, in the words (and language) of the person asking."""
+    agent = (
+        gettext("the agent “{name}”").format(name=memory.agent.name)
+        if memory.agent is not None
+        else gettext("an agent")
+    )
     words: dict[str, str] = {
-        MemorySource.USER: "you, in this dashboard",
-        MemorySource.EXPLICIT: f"you, asking {agent} to remember it",
+        MemorySource.USER: gettext("you, in this dashboard"),
+        MemorySource.EXPLICIT: gettext("you, asking {agent} to remember it").format(agent=agent),
         MemorySource.AGENT: agent,
-        MemorySource.EXTRACTED: f"MemoryHub, from a conversation with {agent}",
-        MemorySource.REVIEWER: "a reviewer",
+        MemorySource.EXTRACTED: gettext("MemoryHub, from a conversation with {agent}").format(
+            agent=agent
+        ),
+        MemorySource.REVIEWER: gettext("a reviewer"),
         MemorySource.SYSTEM: "MemoryHub",
-        MemorySource.IMPORTED: "an import from another service",
+        MemorySource.IMPORTED: gettext("an import from another service"),
     }
     return words.get(memory.source, agent)
 
