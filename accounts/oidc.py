@@ -11,6 +11,8 @@ from urllib.parse import urlsplit
 
 from allauth.idp.oidc.adapter import DefaultOIDCAdapter
 from django.core.exceptions import ValidationError
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 
 from memoryhub.mcp.oauth import MCP_PATH, MODE_SCOPE_PREFIX, SCOPES_SUPPORTED
 
@@ -19,7 +21,10 @@ class OIDCAdapter(DefaultOIDCAdapter):  # type: ignore[misc]  # mypy sees allaut
     scope_display: ClassVar[dict[str, str]] = {
         **DefaultOIDCAdapter.scope_display,
         **{
-            scope: f"Read and write your memory in the {scope.removeprefix(MODE_SCOPE_PREFIX)} mode"
+            scope: format_lazy(
+                gettext_lazy("Read and write your memory in the {mode} mode"),
+                mode=scope.removeprefix(MODE_SCOPE_PREFIX),
+            )
             for scope in SCOPES_SUPPORTED
         },
     }

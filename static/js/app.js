@@ -166,3 +166,12 @@ document.addEventListener("mh-answered", function dropAnsweredQuestion(event) {
     box.remove();
   }
 });
+
+document.addEventListener("change", function submitLanguageChoice(event) {
+  // The language switch (templates/_language_switch.html) applies on choosing; its button is
+  // there for browsers without JavaScript.
+  var select = event.target;
+  if (select.matches && select.matches("select[data-submit-on-change]")) {
+    select.form.requestSubmit();
+  }
+});
