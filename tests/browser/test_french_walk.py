@@ -113,7 +113,9 @@ def test_a_french_browser_walks_the_main_pages_in_french(
     expect(page.locator("html")).to_have_attribute("lang", "en")
     assert page.url == f"{live_server.url}/dashboard/settings/"
     expect(page.get_by_role("heading", level=1)).to_have_text("Settings")
-    expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Memories")).to_be_visible()
+    expect(
+        page.get_by_role("navigation", name="Main").get_by_role("link", name="Memories")
+    ).to_be_visible()
     expect(page.locator("#language-header")).to_have_value("en")
     shot(page, artifacts, "switched-to-english")
 

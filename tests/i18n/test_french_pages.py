@@ -9,6 +9,7 @@ is queued (the request's), and the daily review digest, sent by a task, in the d
 from __future__ import annotations
 
 import pytest
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.core import mail
 from django.urls import reverse
@@ -163,8 +164,6 @@ def _linked_notice(workspace, django_capture_on_commit_callbacks, language):
     email = "dana@example.com"
     link = issue_user_link(user=agent_user, agent=agent, email=email, actor=Actor.system())
     account = factories.make_user(workspace=factories.make_workspace("default"), email=email)
-    from allauth.account.models import EmailAddress
-
     EmailAddress.objects.create(user=account, email=email, verified=True, primary=True)
     mail.outbox.clear()
     with translation.override(language), django_capture_on_commit_callbacks(execute=True):
@@ -177,7 +176,9 @@ def test_the_user_linked_email_follows_the_language_of_the_request(
     workspace, django_capture_on_commit_callbacks
 ):
     notice = _linked_notice(workspace, django_capture_on_commit_callbacks, "fr")
-    assert notice.subject == "Votre identifiant ouvre désormais la mémoire qu'un agent garde de vous"
+    assert (
+        notice.subject == "Votre identifiant ouvre désormais la mémoire qu'un agent garde de vous"
+    )
     assert notice.body.startswith("Bonjour,")
     assert "l'agent « assistant »" in notice.body and "annuler le lien" in notice.body
 
