@@ -13,7 +13,8 @@ from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.core import mail
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
+from django.utils.formats import date_format
 
 from accounts.forms import DeleteAccountForm
 from memoryhub.actors import Actor
@@ -75,6 +76,20 @@ def test_the_password_reset_email_is_french_end_to_end(client, user):
     assert "Merci d'utiliser MemoryHub." in email.body
     assert "mot de passe" in email.body.lower()  # allauth's own text, in French.
     assert "Hello from MemoryHub" not in email.body
+
+
+def test_the_sign_up_confirmation_email_is_french(client, db):
+    mail.outbox.clear()
+    response = client.post(
+        reverse("account_signup"),
+        {"email": "zoe@example.com", "password1": PASSWORD, "password2": PASSWORD},
+        **FRENCH,
+    )
+    assert response.status_code == 302
+    [email] = mail.outbox
+    assert email.subject == "[MemoryHub] Confirmez votre adresse e-mail"  # allauth's subject.
+    assert "a donné cette adresse e-mail pour s'inscrire à MemoryHub" in email.body
+    assert "Si ce n'était pas vous, ignorez cet e-mail" in email.body
 
 
 def test_the_two_factor_page_explains_why_in_french(client, workspace):
@@ -181,6 +196,9 @@ def test_the_user_linked_email_follows_the_language_of_the_request(
     )
     assert notice.body.startswith("Bonjour,")
     assert "l'agent « assistant »" in notice.body and "annuler le lien" in notice.body
+    with translation.override("fr"):
+        month = date_format(timezone.now(), "F")  # "décembre": the date is written in French.
+    assert notice.body.split("\n")[2].startswith("Le ") and f" {month} " in notice.body
 
 
 def test_the_user_linked_email_is_english_by_default(workspace, django_capture_on_commit_callbacks):
