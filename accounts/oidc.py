@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from allauth.idp.oidc.adapter import DefaultOIDCAdapter
 from django.core.exceptions import ValidationError
+from django.utils.functional import Promise
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
 
@@ -18,7 +19,8 @@ from memoryhub.mcp.oauth import MCP_PATH, MODE_SCOPE_PREFIX, SCOPES_SUPPORTED
 
 
 class OIDCAdapter(DefaultOIDCAdapter):  # type: ignore[misc]  # mypy sees allauth.idp as Any.
-    scope_display: ClassVar[dict[str, str]] = {
+    # Lazy: the consent page shows each scope in the language of its request.
+    scope_display: ClassVar[dict[str, str | Promise]] = {
         **DefaultOIDCAdapter.scope_display,
         **{
             scope: format_lazy(

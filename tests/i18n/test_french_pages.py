@@ -243,3 +243,18 @@ def test_the_review_digest_task_writes_in_the_default_language(workspace, one_an
     assert send_review_digests() == 1
     [email] = mail.outbox
     assert "1 low-confidence answer:" in email.body and "0 proposed facts:" in email.body
+
+
+def test_the_consent_page_names_each_mode_scope_in_the_active_language():
+    from accounts.oidc import OIDCAdapter
+    from memoryhub.mcp.oauth import MODE_SCOPE_PREFIX
+
+    scope = f"{MODE_SCOPE_PREFIX}work"
+    with translation.override("fr"):
+        assert str(OIDCAdapter.scope_display[scope]) == (
+            "Lire et écrire votre mémoire dans le mode work"
+        )
+    with translation.override("en"):
+        assert str(OIDCAdapter.scope_display[scope]) == (
+            "Read and write your memory in the work mode"
+        )
