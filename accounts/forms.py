@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from memoryhub.models import User
 
@@ -13,7 +15,7 @@ class DeleteAccountForm(forms.Form):
     """Deleting an account asks for the password again, so a borrowed session cannot do it."""
 
     password = forms.CharField(
-        label="Your password",
+        label=gettext_lazy("Your password"),
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
     )
@@ -25,5 +27,5 @@ class DeleteAccountForm(forms.Form):
     def clean_password(self) -> str:
         password: str = self.cleaned_data["password"]
         if not self.user.check_password(password):
-            raise forms.ValidationError("That is not your password.")
+            raise forms.ValidationError(_("That is not your password."))
         return password

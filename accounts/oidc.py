@@ -11,15 +11,22 @@ from urllib.parse import urlsplit
 
 from allauth.idp.oidc.adapter import DefaultOIDCAdapter
 from django.core.exceptions import ValidationError
+from django.utils.functional import Promise
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 
 from memoryhub.mcp.oauth import MCP_PATH, MODE_SCOPE_PREFIX, SCOPES_SUPPORTED
 
 
 class OIDCAdapter(DefaultOIDCAdapter):  # type: ignore[misc]  # mypy sees allauth.idp as Any.
-    scope_display: ClassVar[dict[str, str]] = {
+    # Lazy: the consent page shows each scope in the language of its request.
+    scope_display: ClassVar[dict[str, str | Promise]] = {
         **DefaultOIDCAdapter.scope_display,
         **{
-            scope: f"Read and write your memory in the {scope.removeprefix(MODE_SCOPE_PREFIX)} mode"
+            scope: format_lazy(
+                gettext_lazy("Read and write your memory in the {mode} mode"),
+                mode=scope.removeprefix(MODE_SCOPE_PREFIX),
+            )
             for scope in SCOPES_SUPPORTED
         },
     }

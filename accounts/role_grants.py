@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.models import Group
 from django.db import models, transaction
 from django.db.models import TextChoices
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.roles import REVIEWERS_GROUP
 from memoryhub.actors import Actor
@@ -16,8 +18,8 @@ from memoryhub.services.user_links import holds_something
 
 
 class Role(TextChoices):
-    REVIEWER = "reviewer", "Reviewer"
-    ADMIN = "admin", "Admin"
+    REVIEWER = "reviewer", gettext_lazy("Reviewer")
+    ADMIN = "admin", gettext_lazy("Admin")
 
 
 # Named …ACTION so the access-log test finds each one and checks it has words for the user.
@@ -33,7 +35,7 @@ def find_account(email: str) -> User:
     """The account that signs in with this email; NotFoundError if there is none."""
     account = User.objects.filter(email__iexact=email.strip()).select_related("workspace").first()
     if account is None:
-        raise NotFoundError(f"no account signs in with {email!r}")
+        raise NotFoundError(_("no account signs in with {email}").format(email=repr(email)))
     return account
 
 
@@ -41,7 +43,7 @@ def find_workspace(slug: str) -> Workspace:
     """The workspace with this slug; NotFoundError if there is none."""
     workspace = Workspace.objects.filter(slug=slug).first()
     if workspace is None:
-        raise NotFoundError(f"no workspace {slug!r}")
+        raise NotFoundError(_("no workspace {slug}").format(slug=repr(slug)))
     return workspace
 
 
@@ -53,8 +55,14 @@ def _join_workspace(account: User, workspace: Workspace) -> None:
     # "default") may move; one with memory, conversations or keys would take them along.
     if holds_something(account):
         raise ConflictError(
-            f"{account.email} belongs to workspace {account.workspace.slug!r} and holds data "
-            f"there; a role in {workspace.slug!r} needs an account of that workspace"
+            _(
+                "{email} belongs to workspace {current} and holds data there; a role in "
+                "{workspace} needs an account of that workspace"
+            ).format(
+                email=account.email,
+                current=repr(account.workspace.slug),
+                workspace=repr(workspace.slug),
+            )
         )
     account.workspace = workspace
     account.save(update_fields=["workspace"])
@@ -81,7 +89,11 @@ def grant_role(*, account: User, role: Role, workspace: Workspace, actor: Actor)
 def revoke_role(*, account: User, role: Role, workspace: Workspace, actor: Actor) -> User:
     """Take the role away; NotFoundError when the account is not of that workspace."""
     if account.workspace_id != workspace.pk:
-        raise NotFoundError(f"{account.email} is not in workspace {workspace.slug!r}")
+        raise NotFoundError(
+            _("{email} is not in workspace {workspace}").format(
+                email=account.email, workspace=repr(workspace.slug)
+            )
+        )
     with transaction.atomic():
         if role == Role.REVIEWER:
             account.groups.remove(*Group.objects.filter(name=REVIEWERS_GROUP))

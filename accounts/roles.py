@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils.translation import gettext as _
 
 from memoryhub.models import LearningCandidate, User
 
@@ -55,8 +56,10 @@ def redirect_to_mfa_setup(request: HttpRequest) -> HttpResponse:
         request.session[MFA_SETUP_NEXT_KEY] = request.get_full_path()
     messages.warning(
         request,
-        "Reviewers and admins must turn on two-factor authentication (an authenticator app) "
-        "before they can continue.",
+        _(
+            "Reviewers and admins must turn on two-factor authentication (an authenticator app) "
+            "before they can continue."
+        ),
     )
     return redirect("mfa_activate_totp")
 

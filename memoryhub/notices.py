@@ -2,6 +2,9 @@
 
 A notice goes out only once the change it reports is committed, holds no memory, and a mail
 server that fails never undoes that change: the failure is logged, the audit row stays.
+
+Its subject and body are in the language active when it is queued (the request's, from
+LocaleMiddleware): MemoryHub keeps no language per person, so that is the best guess there is.
 """
 
 from __future__ import annotations
@@ -15,12 +18,18 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.functional import Promise
 
 logger = logging.getLogger(__name__)
 
 
-def _send(to: str, subject: str, template: str, context: Mapping[str, object]) -> None:
-    body = render_to_string(template, dict(context))
+def _send(
+    to: str, subject: str | Promise, template: str, context: Mapping[str, object], language: str
+) -> None:
+    with translation.override(language):
+        body = render_to_string(template, dict(context))
+        subject = str(subject)
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [to])
     except (smtplib.SMTPException, OSError):
@@ -29,7 +38,11 @@ def _send(to: str, subject: str, template: str, context: Mapping[str, object]) -
 
 
 def send_notice_on_commit(
-    *, to: str, subject: str, template: str, context: Mapping[str, object]
+    *, to: str, subject: str | Promise, template: str, context: Mapping[str, object]
 ) -> None:
-    """Email `to` the rendered text `template` once the current transaction commits."""
-    transaction.on_commit(partial(_send, to, subject, template, context))
+    """Email `to` the rendered text `template` once the current transaction commits.
+
+    A lazy subject (gettext_lazy) is translated with the body, in the language active now.
+    """
+    language = translation.get_language() or settings.LANGUAGE_CODE
+    transaction.on_commit(partial(_send, to, subject, template, context, language))

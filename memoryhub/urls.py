@@ -17,6 +17,8 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("review/", include("review.urls")),
     path("accounts/", include("allauth.urls")),
+    # set_language: the English / Français switch in the header and in account settings.
+    path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("admin-tools/", include("admin_tools.urls")),
     path("api/v1/", api.urls),

@@ -17,7 +17,7 @@ from django.db.models import Count, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.roles import REVIEWERS_GROUP
 from memoryhub.models import LearningCandidate, User, Workspace
@@ -76,9 +76,11 @@ def _send_digest(reviewer: User, counts: WaitingCounts) -> bool:
             "settings_url": settings.MEMORYHUB_SITE_URL + reverse("review:settings"),
         },
     )
-    subject = _("{count} waiting for review in {workspace}").format(
-        count=counts.total, workspace=reviewer.workspace.name
-    )
+    subject = ngettext(
+        "{count} waiting for review in {workspace}",
+        "{count} waiting for review in {workspace}",
+        counts.total,
+    ).format(count=counts.total, workspace=reviewer.workspace.name)
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [str(reviewer.email)])
     except (smtplib.SMTPException, OSError):

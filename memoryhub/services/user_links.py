@@ -30,6 +30,7 @@ from django.core.validators import validate_email
 from django.db import router, transaction
 from django.db.models.deletion import Collector, ProtectedError, RestrictedError
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -248,7 +249,7 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
         )
         send_notice_on_commit(
             to=link.email,
-            subject="Your login now reaches an agent's memory of you",
+            subject=gettext_lazy("Your login now reaches an agent's memory of you"),
             template="email/user_linked.txt",
             context={
                 "agent_name": link.agent.name,
@@ -303,7 +304,7 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
         )
         send_notice_on_commit(
             to=email,
-            subject="An admin undid the link of your login to an agent's memory",
+            subject=gettext_lazy("An admin undid the link of your login to an agent's memory"),
             template="email/user_link_undone.txt",
             context={"agent_name": link.agent.name, "workspace_name": user.workspace.name},
         )

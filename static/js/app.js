@@ -166,3 +166,19 @@ document.addEventListener("mh-answered", function dropAnsweredQuestion(event) {
     box.remove();
   }
 });
+
+document.addEventListener("DOMContentLoaded", function hideLanguageButtons() {
+  // With JavaScript the language switch applies on choosing (below): its button is only for
+  // browsers without it.
+  document.querySelectorAll(".language-switch button").forEach(function (button) {
+    button.hidden = true;
+  });
+});
+
+document.addEventListener("change", function submitLanguageChoice(event) {
+  // The language switch (templates/_language_switch.html) applies on choosing.
+  var select = event.target;
+  if (select.matches && select.matches("select[data-submit-on-change]")) {
+    select.form.requestSubmit();
+  }
+});
