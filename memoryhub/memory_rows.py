@@ -194,14 +194,26 @@ def keep_version(
         status=memory.status,
         source=memory.source,
     )
-    version.content_ciphertext = cipher.encrypt(
-        open_content(memory, cipher), table=VERSION_TABLE, row_id=version.pk, field="content"
-    )
-    version.payload_ciphertext = cipher.encrypt_json(
-        open_payload(memory, cipher), table=VERSION_TABLE, row_id=version.pk, field="payload"
+    seal_version(
+        version,
+        cipher=cipher,
+        content=open_content(memory, cipher),
+        payload=open_payload(memory, cipher),
     )
     version.save(force_insert=True)
     return version
+
+
+def seal_version(
+    version: MemoryVersion, *, cipher: UserCipher, content: str, payload: dict[str, Any]
+) -> None:
+    """Encrypt an earlier version's text and payload into the (unsaved) row."""
+    version.content_ciphertext = cipher.encrypt(
+        content, table=VERSION_TABLE, row_id=version.pk, field="content"
+    )
+    version.payload_ciphertext = cipher.encrypt_json(
+        payload, table=VERSION_TABLE, row_id=version.pk, field="payload"
+    )
 
 
 def open_version_content(version: MemoryVersion, cipher: UserCipher) -> str:

@@ -241,9 +241,10 @@ def send_due_webhooks() -> int:
 @_task(
     "memoryhub.run_import",
     # A worker lost mid-import leaves the message for another, which resumes at the position.
+    # Below the broker's visibility timeout like every task (a 50 MB file took 115 s here).
     reject_on_worker_lost=True,
-    soft_time_limit=3540,
-    time_limit=3600,
+    soft_time_limit=1740,
+    time_limit=1800,
 )
 def run_import(job_id: str) -> str | None:
     """Import an uploaded file from where it got to (imports/services.py); safe to run twice."""

@@ -17,6 +17,7 @@ from memoryhub.audit.log import record_access
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import MemoryHubError
 from memoryhub.keyring import UserCipher
+from memoryhub.memory_rows import seal_version
 from memoryhub.message_rows import seal_message
 from memoryhub.models import (
     IMPORTED_END_REASON,
@@ -34,7 +35,6 @@ from memoryhub.models import (
     Session,
 )
 from memoryhub.replicas import note_write
-from memoryhub.sealed_tables import VERSION_TABLE
 from memoryhub.services.extraction_queue import enqueue_extraction
 from memoryhub.services.memories import NewMemory, build_memory
 from memoryhub.services.quotas import check_memory_quota, stored_size
@@ -184,12 +184,7 @@ def _version(memory: Memory, version: VersionRecord, cipher: UserCipher) -> Memo
         reason=version.reason,
         created_at=version.changed_at or memory.created_at,
     )
-    row.content_ciphertext = cipher.encrypt(
-        version.content, table=VERSION_TABLE, row_id=row.pk, field="content"
-    )
-    row.payload_ciphertext = cipher.encrypt_json(
-        {}, table=VERSION_TABLE, row_id=row.pk, field="payload"
-    )
+    seal_version(row, cipher=cipher, content=version.content, payload={})
     return row
 
 

@@ -40,6 +40,8 @@ BY_USER = {
     "memoryhub_forgettask",
     "memoryhub_agentblock",
     "memoryhub_agentgrant",
+    "memoryhub_importjob",
+    "memoryhub_importeditem",
     "memoryhub_userlink",
     "memoryhub_memoryusage",
     "memoryhub_userwritemark",

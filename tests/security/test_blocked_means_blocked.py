@@ -23,7 +23,21 @@ NAMES_NO_USER = {
     ("POST", "/webhooks/{webhook_id}/enable"),
     ("GET", "/webhooks/{webhook_id}/deliveries"),
     ("POST", "/webhooks/deliveries/{delivery_id}/replay"),
+    # The review queue: reviewer keys only (an agent's key is 403 `forbidden` there).
+    ("GET", "/review/candidates"),
+    ("GET", "/review/candidates/{candidate_id}"),
+    ("POST", "/review/candidates/{candidate_id}/approve"),
+    ("POST", "/review/candidates/{candidate_id}/reject"),
+    ("POST", "/review/candidates/{candidate_id}/answer-for-user"),
+    ("POST", "/review/candidates/{candidate_id}/needs-user"),
+    # A multipart upload, which this JSON harness cannot send: a blocked agent's real upload is
+    # refused in tests/api/test_imports_api.py (test_a_blocked_agent_cannot_import).
+    ("POST", "/imports"),
 }
+
+
+# The block is checked before the import is looked up: even a made-up id gets 403.
+NO_SUCH_IMPORT = "00000000-0000-4000-8000-000000000001"
 
 
 def _requests_for_alice(ids):
@@ -98,6 +112,13 @@ def _requests_for_alice(ids):
             "/knowledge/candidates",
             {},
             {**alice, "statement": "x"},
+        ),
+        ("GET", "/imports/{import_id}"): (f"/imports/{NO_SUCH_IMPORT}", alice, None),
+        ("POST", "/imports/{import_id}/keep"): (f"/imports/{NO_SUCH_IMPORT}/keep", {}, alice),
+        ("POST", "/imports/{import_id}/discard"): (
+            f"/imports/{NO_SUCH_IMPORT}/discard",
+            {},
+            alice,
         ),
     }
 
