@@ -85,7 +85,7 @@ def test_a_french_browser_walks_the_main_pages_in_french(
     expect(page.get_by_role("heading", level=1)).to_have_text("Connexion")
     expect(page.get_by_role("link", name="S'inscrire")).to_be_visible()
     shot(page, artifacts, "login")
-    page.get_by_label("Courriel").fill(person.email)
+    page.get_by_label("E-mail").fill(person.email)
     page.get_by_label("Mot de passe").fill(PASSWORD)
     page.get_by_role("button", name="Connexion").click()
     # allauth asks for the authenticator code, in French too.
