@@ -29,6 +29,7 @@ from bench.extraction.locomo import TUNING, SpeakerSession, load_speaker_session
 from memoryhub.embeddings import Embedder
 from memoryhub.extraction.sentences import split_sentences
 from memoryhub.extraction.statements import (
+    FEATURE_NAMES,
     LEARNED_KINDS,
     StatementModel,
     feature_matrix,
@@ -173,12 +174,24 @@ def choose_threshold(rows: Sequence[dict[str, Any]]) -> float:
 
 
 def train(
-    embedder: Embedder, data: Path, *, threshold: float | None = None
+    embedder: Embedder,
+    data: Path,
+    *,
+    threshold: float | None = None,
+    features_from: Embedder | None = None,
 ) -> tuple[StatementModel, dict[str, Any]]:
-    """Label, cross-validate, choose the threshold and fit the shipped model; its report."""
+    """Label, cross-validate, choose the threshold and fit the shipped model; its report.
+
+    `embedder` labels (which sentence of an evidence turn says the observation); the weights
+    read the vectors of `features_from` (the token means by default, or `embedder`'s own).
+    """
+    features_from = features_from or embedder
     sessions = load_speaker_sessions(TUNING, data)
     samples, vectors = label_samples(sessions, embedder)
-    features = feature_matrix(vectors, [s.sentence for s in samples])
+    sentences = [s.sentence for s in samples]
+    if features_from is not embedder:
+        vectors = np.asarray(features_from.embed(sentences), dtype=np.float64)
+    features = feature_matrix(vectors, sentences)
     rows = curve(samples, cross_validate(samples, features))
     chosen = threshold if threshold is not None else choose_threshold(rows)
     model = fit_model(samples, features, chosen)
@@ -188,13 +201,14 @@ def train(
     )
     card = {
         "trained_on": "LoCoMo conversations 1-5 (locomo10.json), observations as labels",
+        "features": f"{features_from.name} vectors and {len(FEATURE_NAMES)} surface features",
         "licence": LICENCE,
         "samples": dict(sorted(counts.items())),
         "l2": L2,
         "threshold": chosen,
         "threshold_rule": f"lowest cross-validated evidence precision >= {PRECISION_FLOOR}",
     }
-    version = f"1-{digest}"
+    version = f"2-{digest}"
     model = StatementModel(
         version=version,
         weights=model.weights,
@@ -203,6 +217,6 @@ def train(
         kind_bias=model.kind_bias,
         threshold=chosen,
         card=json.dumps({"version": version, **card}, sort_keys=True),
-        embedding_model=embedder.name,
+        embedding_model=features_from.name,
     )
     return model, {"version": version, **card, "cross_validated_curve": rows}

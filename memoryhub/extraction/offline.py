@@ -36,7 +36,7 @@ from .hedges import (
 from .learned import Candidate, learned_items
 from .rules import APOS, RULES, Language, Rule, french_relation_subject, to_third_person
 from .sentences import split_sentences
-from .statements import StatementModel, is_candidate, load_statement_model
+from .statements import StatementModel, decision_embedder, is_candidate, load_statement_model
 from .summary import summarise
 from .vocabulary import NOT_NAMES
 
@@ -193,9 +193,7 @@ class OfflineExtractor:
 
     def _embedder_(self) -> Embedder:
         if self._embedder is None:
-            from memoryhub.embeddings import embedder_for
-
-            self._embedder = embedder_for(self._model_().embedding_model)
+            self._embedder = decision_embedder(self._model_())
         return self._embedder
 
     def _model_(self) -> StatementModel:

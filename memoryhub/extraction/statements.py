@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from memoryhub import text_patterns
-from memoryhub.embeddings import MINILM
+from memoryhub.embeddings import MINILM, Embedder
 
 from .base import ItemKind
 from .hedges import has_hedge, has_leading_hedge, has_negation, is_framed
+from .token_vectors import TOKEN_VECTORS, token_mean_embedder
 
 MODEL_PATH = Path(__file__).resolve().with_name("statement_model.npz")
 # The kinds the model chooses among; procedures are the rules' alone.
@@ -260,6 +261,15 @@ def load_statement_model(path: Path = MODEL_PATH) -> StatementModel:
             # Weights saved before the model was recorded were all trained on MiniLM.
             embedding_model=str(data["embedding_model"]) if "embedding_model" in data else MINILM,
         )
+
+
+def decision_embedder(model: StatementModel) -> Embedder:
+    """The embedder whose vectors the model's weights read (token means, or a stored model)."""
+    if model.embedding_model == TOKEN_VECTORS:
+        return token_mean_embedder()
+    from memoryhub.embeddings import embedder_for
+
+    return embedder_for(model.embedding_model)
 
 
 def model_card(model: StatementModel) -> dict[str, object]:

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from bench.extraction import locomo, training
 from memoryhub.embeddings import default_embedder
 from memoryhub.extraction.statements import MODEL_PATH, save_statement_model
+from memoryhub.extraction.token_vectors import token_mean_embedder
 
 
 class Command(BaseCommand):
@@ -25,13 +26,24 @@ class Command(BaseCommand):
         parser.add_argument("--locomo-data", type=Path, default=locomo.DATA_PATH)
         parser.add_argument("--out", type=Path, default=MODEL_PATH, help="the .npz to write")
         parser.add_argument("--threshold", type=float, help="default: chosen by cross-validation")
+        parser.add_argument(
+            "--features",
+            choices=("token-mean", "minilm"),
+            default="token-mean",
+            help="the sentence vectors the weights read: MiniLM's token means (shipped) or the "
+            "full model's",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not options["locomo_data"].is_file():
             raise CommandError(f"LoCoMo data not found at {options['locomo_data']}")
         torch.set_num_threads(1)
+        labeller = default_embedder()
         model, report = training.train(
-            default_embedder(), options["locomo_data"], threshold=options["threshold"]
+            labeller,
+            options["locomo_data"],
+            threshold=options["threshold"],
+            features_from=token_mean_embedder() if options["features"] == "token-mean" else None,
         )
         save_statement_model(model, options["out"])
         locomo.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
