@@ -97,17 +97,26 @@ def summarise(
     items: Sequence[ExtractedItem],
     *,
     stale_quotes: frozenset[str] = frozenset(),
+    instructing: frozenset[str] | None = None,
 ) -> SessionSummary | None:
     """Pick the user's clauses that carry the most, in order, within the bound; None if none.
 
     `items` are the memory items taken from the transcript: the clause holding each one is a
     candidate. Sentences in `stale_quotes` said something corrected later and are left out.
+    `instructing` holds the ids of the messages that read like instructions, when the caller
+    has already looked (else each user message is looked at here); they give no clause.
     """
     limit = summary_limit(transcript)
     by_quote: dict[str, list[ExtractedItem]] = {}
     for item in items:
         by_quote.setdefault(item.quote, []).append(item)
-    candidates = _candidates(transcript, by_quote, stale_quotes)
+    if instructing is None:
+        instructing = frozenset(
+            message.id
+            for message in transcript.messages
+            if message.role == "user" and looks_like_instructions(message.content)
+        )
+    candidates = _candidates(transcript, by_quote, stale_quotes, instructing)
     ranked = sorted(candidates, key=lambda c: (-c.weight, len(c.text), c.position))
     chosen: list[_Candidate] = []
     seen: set[str] = set()
@@ -176,11 +185,12 @@ def _candidates(
     transcript: Transcript,
     by_quote: Mapping[str, Sequence[ExtractedItem]],
     stale_quotes: frozenset[str],
+    instructing: frozenset[str],
 ) -> list[_Candidate]:
     candidates = []
     position = 0
     for message in transcript.messages:
-        if message.role != "user" or looks_like_instructions(message.content):
+        if message.role != "user" or message.id in instructing:
             continue
         for start, end in split_sentences(message.content):
             position += 1
