@@ -23,7 +23,14 @@ QUERY_STOPWORDS = frozenset(
         "only own same s t don now "
         "je tu il elle nous vous ils elles le la les un une des du de d l et ou mais donc que qui "
         "quoi quand comment pourquoi ou est ce cette ces mon ma mes ton ta tes son sa ses au aux "
-        "en dans sur pour par avec pas ne y a ai as avait etait"
+        "en dans sur pour par avec pas ne y a ai as avait etait "
+        # French elisions split off by the tokenizer ("j'ai" → j, ai), interrogatives,
+        # pronouns, possessives and the forms of être, avoir and faire that questions lean on.
+        "j m n c s qu lui leur leurs moi toi se votre nos vos ca cela ceci "
+        "quel quelle quels quelles lequel laquelle combien "
+        "suis es sommes etes sont ont avez avons ete etre avoir fait faire "
+        "chez vers sans sous entre comme tres plus moins aussi bien tout tous toute toutes "
+        "rien encore deja"
     )
 )
 # Suffix rules are for words of this many letters or more: "is" → "iss" helps nobody.
