@@ -37,6 +37,12 @@ def test_terms_are_normalised_like_the_blind_index():
 def test_french_function_words_are_stopwords_too():
     terms = query_terms("Où est le restaurant de Camille ?")
     assert [forms[0] for forms in terms] == ["restaurant", "camille"]
+    # Elisions, interrogatives and "est-ce que" leave only the words that carry the question.
+    terms = query_terms("Quelle langue étrangère est-ce que j'étudie ?")
+    assert [forms[0] for forms in terms] == ["langue", "etrangere", "etudie"]
+    # Only function words: kept, as in English ("who is it").
+    terms = query_terms("Qu'est-ce que vous avez fait chez moi ?")
+    assert [forms[0] for forms in terms][-3:] == ["fait", "chez", "moi"]
 
 
 def test_a_query_of_stopwords_only_keeps_them():
