@@ -17,12 +17,12 @@ from typing import Any
 # The mix, in the order each agent cycles through it.
 OPERATIONS = ("remember", "search", "context", "list")
 THROTTLED = frozenset({429, 503})
-SCALING_TARGET = 1.5  # Throughput at 8 agents over throughput at 1, per worker count.
-# The scaling target is judged on the production process model: the most web workers the run
-# measured (WEB_CONCURRENCY=2, one per core of this VM). One worker is one Python interpreter,
-# which runs one thread of Python at a time: at 8 agents it is pinned at about one core, so its
-# ratio is bounded by how much of a lone request waits outside the interpreter lock
-# (PostgreSQL, ONNX Runtime), about 1.3 here. It is measured and printed all the same.
+# Throughput at 8 agents over throughput at 1, the median over interleaved rounds, per web
+# worker count (issue 34). One worker is one Python interpreter, which runs one thread of Python
+# at a time: its ratio is bounded by how much of a request waits outside the interpreter lock
+# (PostgreSQL, ONNX Runtime), so the Python a request spends sets it. Two workers (the
+# production model, WEB_CONCURRENCY=2 on this 2-core VM) add a second interpreter.
+SCALING_TARGETS = {1: 1.5, 2: 1.8}
 
 
 @dataclass(frozen=True)
@@ -136,15 +136,24 @@ def scaling(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+def scaling_target(runs: Sequence[dict[str, Any]], workers: int) -> dict[str, Any]:
+    """The scaling target of one worker count, judged on the median over its rounds."""
+    target = SCALING_TARGETS[workers]
+    ratio = scaling(runs).get(str(workers))
+    return {
+        "target": f"throughput at 8 agents >= {target}x the single-agent throughput on "
+        f"{workers} web worker(s) (median of interleaved rounds)",
+        "passed": ratio >= target if ratio is not None else None,
+        "detail": {"ratio": ratio, "rounds": scaling_by_round(runs).get(str(workers), [])},
+    }
+
+
 def judge(
     runs: Sequence[dict[str, Any]], servers: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Each target with passed True/False (None: not measured in this run) and the figures."""
     unexpected = {f"w{r['workers']} a{r['agents']}": r["unexpected_errors"] for r in runs}
     lost = {f"w{r['workers']} a{r['agents']}": r["writes"]["lost"] for r in runs}
-    ratios = scaling(runs)
-    judged = str(max(run["workers"] for run in runs)) if runs else None
-    judged_ratio = ratios.get(judged) if judged else None
     peaks = {
         f"w{s['workers']}": f"{s['connections_peak']}/{s['connections_bound']}" for s in servers
     }
@@ -161,12 +170,7 @@ def judge(
             "passed": all(n == 0 for n in lost.values()) if runs else None,
             "detail": lost,
         },
-        {
-            "target": f"throughput at 8 agents >= {SCALING_TARGET}x the single-agent throughput "
-            "(production model: the most workers measured)",
-            "passed": judged_ratio >= SCALING_TARGET if judged_ratio is not None else None,
-            "detail": {"judged_workers": judged, "by_workers": ratios},
-        },
+        *(scaling_target(runs, workers) for workers in SCALING_TARGETS),
         {
             "target": "server connections never above the pool bound (workers x pool size)",
             "passed": all(s["connections_peak"] <= s["connections_bound"] for s in servers)
@@ -244,11 +248,6 @@ def format_report(report: dict[str, Any]) -> str:
         for workers, ratio in report["scaling"].items()
     )
     lines.append(f"throughput 8 agents / 1 agent (median over rounds): {ratios}")
-    if len(report["scaling"]) > 1:
-        lines.append(
-            "  judged on the most workers (the production model); one worker is one Python "
-            "interpreter, pinned near one core (its 'web' cores above)"
-        )
     for target in report["targets"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a "}[target["passed"]]
         lines.append(f"  {verdict}  {target['target']}: {target['detail']}")
