@@ -207,11 +207,12 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['machine']['load_average']}, after {report['machine']['load_average_after']}",
         "p50/p95 in ms of the successful requests; conns: peak / bound, idle after the load;",
         "cores: CPU used by the web process / its PostgreSQL backends / everything else on the",
-        "machine (other users; the bench itself is listed in the JSON)",
+        "machine (other users; the bench itself is listed in the JSON); web ms/req: the web",
+        "process's CPU per request",
         "",
         f"{'workers':>7} {'agents':>6} {'round':>5} {'requests':>8} {'ok/s':>7}  "
         f"{'remember':>9} {'search':>9} {'context':>9} {'list':>9}  "
-        f"{'lost/acked':>10} {'conns':>7} {'idle':>4} {'cores':>14}  errors",
+        f"{'lost/acked':>10} {'conns':>7} {'idle':>4} {'cores':>14} {'web ms/req':>10}  errors",
     ]
     for run in report["runs"]:
         ops = run["operations"]
@@ -224,7 +225,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"{_cell(ops['context']):>9} {_cell(ops['list']):>9}  "
             f"{writes['lost']:>4}/{writes['acknowledged']:<5} "
             f"{conns['peak']:>3}/{conns['bound']:<3} {conns['idle_after']:>4} "
-            f"{_cores(run['cpu_cores']):>14}  {_errors(run)}"
+            f"{_cores(run['cpu_cores']):>14} {run.get('web_cpu_ms_per_request') or '-':>10}  "
+            f"{_errors(run)}"
         )
         if run["server_errors"] or run["throttled_without_retry_after"]:
             lines.append(

@@ -154,14 +154,16 @@ def format_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(*, requests: int, memories_per_user: int, profile: bool, out: Path) -> dict[str, Any]:
+def run(
+    *, requests: int, memories_per_user: int, profile: bool, out: Path, database: str = DATABASE
+) -> dict[str, Any]:
     admin_url = base_database_url()
     environment = stack_environment(
-        database_url=database_url(admin_url, DATABASE),
+        database_url=database_url(admin_url, database),
         pool_max_size=0,
         rate_limit_per_minute=1_000_000,
     )
-    recreate_database(admin_url, DATABASE)
+    recreate_database(admin_url, database)
     try:
         migrate(environment)
         (agent,) = seed(environment=environment, agents=1, memories_per_user=memories_per_user)
@@ -176,7 +178,7 @@ def run(*, requests: int, memories_per_user: int, profile: bool, out: Path) -> d
         )
         connections.close_all()
     finally:
-        drop_database(admin_url, DATABASE)
+        drop_database(admin_url, database)
     report: dict[str, Any] = {
         "benchmark": "request_cpu",
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -203,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memories-per-user", type=int, default=300, help="seeded memories")
     parser.add_argument("--profile", action="store_true", help="also write a cProfile (.prof)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results folder")
+    parser.add_argument(
+        "--database", default=DATABASE, help="dropped and created (memoryhub_load…)"
+    )
     options = parser.parse_args(argv)
     os.chdir(REPO)
     report = run(
@@ -210,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         memories_per_user=options.memories_per_user,
         profile=options.profile,
         out=options.out,
+        database=options.database,
     )
     print(format_table(report))
     return 0

@@ -77,6 +77,7 @@ def test_quick_load_run_reads_back_every_write_and_stays_within_the_pool(tmp_pat
     assert connections["bound"] == 10
     assert 1 <= connections["peak"] <= connections["bound"]  # The monitor saw the server's own.
     assert {"web", "postgres", "others", "machine"} <= set(run["cpu_cores"])
+    assert run["web_cpu_ms_per_request"] > 0
 
     [server] = report["servers"]
     assert server["warm_up"]["settled"] is True
