@@ -133,6 +133,11 @@ def run_configuration(
         "writes": reread,
         # A starved web process (machine busy, web well under its cores) makes slow figures.
         "cpu_cores": {**cpu_cores, "load_average": machine()["load_average"]},
+        # The web process's CPU per request answered: the Python a request costs (issue 34),
+        # less at the mercy of what else the machine runs than the throughput is.
+        "web_cpu_ms_per_request": round(1000 * cpu_cores["web"] * seconds / len(outcomes), 2)
+        if outcomes
+        else None,
         "connections": {
             "peak_under_load": peak_under_load,
             "peak": peak,

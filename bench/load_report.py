@@ -17,12 +17,12 @@ from typing import Any
 # The mix, in the order each agent cycles through it.
 OPERATIONS = ("remember", "search", "context", "list")
 THROTTLED = frozenset({429, 503})
-SCALING_TARGET = 1.5  # Throughput at 8 agents over throughput at 1, per worker count.
-# The scaling target is judged on the production process model: the most web workers the run
-# measured (WEB_CONCURRENCY=2, one per core of this VM). One worker is one Python interpreter,
-# which runs one thread of Python at a time: at 8 agents it is pinned at about one core, so its
-# ratio is bounded by how much of a lone request waits outside the interpreter lock
-# (PostgreSQL, ONNX Runtime), about 1.3 here. It is measured and printed all the same.
+# Throughput at 8 agents over throughput at 1, the median over interleaved rounds, per web
+# worker count (issue 34). One worker is one Python interpreter, which runs one thread of Python
+# at a time: its ratio is bounded by how much of a request waits outside the interpreter lock
+# (PostgreSQL, ONNX Runtime), so the Python a request spends sets it. Two workers (the
+# production model, WEB_CONCURRENCY=2 on this 2-core VM) add a second interpreter.
+SCALING_TARGETS = {1: 1.5, 2: 1.8}
 
 
 @dataclass(frozen=True)
@@ -136,15 +136,24 @@ def scaling(runs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+def scaling_target(runs: Sequence[dict[str, Any]], workers: int) -> dict[str, Any]:
+    """The scaling target of one worker count, judged on the median over its rounds."""
+    target = SCALING_TARGETS[workers]
+    ratio = scaling(runs).get(str(workers))
+    return {
+        "target": f"throughput at 8 agents >= {target}x the single-agent throughput on "
+        f"{workers} web worker(s) (median of interleaved rounds)",
+        "passed": ratio >= target if ratio is not None else None,
+        "detail": {"ratio": ratio, "rounds": scaling_by_round(runs).get(str(workers), [])},
+    }
+
+
 def judge(
     runs: Sequence[dict[str, Any]], servers: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Each target with passed True/False (None: not measured in this run) and the figures."""
     unexpected = {f"w{r['workers']} a{r['agents']}": r["unexpected_errors"] for r in runs}
     lost = {f"w{r['workers']} a{r['agents']}": r["writes"]["lost"] for r in runs}
-    ratios = scaling(runs)
-    judged = str(max(run["workers"] for run in runs)) if runs else None
-    judged_ratio = ratios.get(judged) if judged else None
     peaks = {
         f"w{s['workers']}": f"{s['connections_peak']}/{s['connections_bound']}" for s in servers
     }
@@ -161,12 +170,7 @@ def judge(
             "passed": all(n == 0 for n in lost.values()) if runs else None,
             "detail": lost,
         },
-        {
-            "target": f"throughput at 8 agents >= {SCALING_TARGET}x the single-agent throughput "
-            "(production model: the most workers measured)",
-            "passed": judged_ratio >= SCALING_TARGET if judged_ratio is not None else None,
-            "detail": {"judged_workers": judged, "by_workers": ratios},
-        },
+        *(scaling_target(runs, workers) for workers in SCALING_TARGETS),
         {
             "target": "server connections never above the pool bound (workers x pool size)",
             "passed": all(s["connections_peak"] <= s["connections_bound"] for s in servers)
@@ -203,11 +207,12 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['machine']['load_average']}, after {report['machine']['load_average_after']}",
         "p50/p95 in ms of the successful requests; conns: peak / bound, idle after the load;",
         "cores: CPU used by the web process / its PostgreSQL backends / everything else on the",
-        "machine (other users; the bench itself is listed in the JSON)",
+        "machine (other users; the bench itself is listed in the JSON); web ms/req: the web",
+        "process's CPU per request",
         "",
         f"{'workers':>7} {'agents':>6} {'round':>5} {'requests':>8} {'ok/s':>7}  "
         f"{'remember':>9} {'search':>9} {'context':>9} {'list':>9}  "
-        f"{'lost/acked':>10} {'conns':>7} {'idle':>4} {'cores':>14}  errors",
+        f"{'lost/acked':>10} {'conns':>7} {'idle':>4} {'cores':>14} {'web ms/req':>10}  errors",
     ]
     for run in report["runs"]:
         ops = run["operations"]
@@ -220,7 +225,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"{_cell(ops['context']):>9} {_cell(ops['list']):>9}  "
             f"{writes['lost']:>4}/{writes['acknowledged']:<5} "
             f"{conns['peak']:>3}/{conns['bound']:<3} {conns['idle_after']:>4} "
-            f"{_cores(run['cpu_cores']):>14}  {_errors(run)}"
+            f"{_cores(run['cpu_cores']):>14} {run.get('web_cpu_ms_per_request') or '-':>10}  "
+            f"{_errors(run)}"
         )
         if run["server_errors"] or run["throttled_without_retry_after"]:
             lines.append(
@@ -244,11 +250,6 @@ def format_report(report: dict[str, Any]) -> str:
         for workers, ratio in report["scaling"].items()
     )
     lines.append(f"throughput 8 agents / 1 agent (median over rounds): {ratios}")
-    if len(report["scaling"]) > 1:
-        lines.append(
-            "  judged on the most workers (the production model); one worker is one Python "
-            "interpreter, pinned near one core (its 'web' cores above)"
-        )
     for target in report["targets"]:
         verdict = {True: "PASS", False: "FAIL", None: "n/a "}[target["passed"]]
         lines.append(f"  {verdict}  {target['target']}: {target['detail']}")

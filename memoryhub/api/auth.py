@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -191,6 +192,30 @@ def _find_user(workspace_id: int, user_ref: str) -> User:
     return user
 
 
+def _find_agent_scope(
+    agent: Agent, user_ref: str, mode_slug: str
+) -> tuple[User, Mode, bool] | None:
+    """The user, their existing mode and whether they blocked the agent, in one statement
+    (every agent request asks: three statements before); None sends the caller to the long way.
+
+    It answers only where `_find_user` would name the same user: by UUID when the reference
+    is one, else by external id. A UUID that names nobody may still be an external id, and a
+    mode not made yet is made on demand: both go the long way.
+    """
+    modes = Mode.objects.select_related("user__workspace").filter(
+        user__workspace_id=agent.workspace_id, slug=mode_slug
+    )
+    try:
+        modes = modes.filter(user_id=uuid.UUID(user_ref))
+    except ValueError:
+        modes = modes.filter(user__external_id=user_ref)
+    blocked = AgentBlock.objects.filter(user_id=OuterRef("user_id"), agent=agent)
+    mode = modes.annotate(agent_blocked=Exists(blocked)).first()
+    if mode is None:
+        return None
+    return mode.user, mode, bool(mode.agent_blocked)
+
+
 def scope_for_key(
     api_key: ApiKey,
     user_ref: str | None,
@@ -211,15 +236,23 @@ def scope_for_key(
     mode_slug = _check_text(mode_slug or DEFAULT_MODE, "mode")
     if not user_ref and api_key.agent is not None:
         raise InvalidInputError("user is required: an agent key names the user it acts for")
+    mode: Mode | None = None
     if api_key.agent is not None:
-        user = _find_user(api_key.agent.workspace_id, user_ref)
-        if AgentBlock.objects.filter(user=user, agent=api_key.agent).exists():
+        found = _find_agent_scope(api_key.agent, user_ref, mode_slug)
+        if found is not None:
+            user, mode, is_blocked = found
+        else:  # The mode is not made yet, or the reference needs the second look.
+            user = _find_user(api_key.agent.workspace_id, user_ref)
+            is_blocked = AgentBlock.objects.filter(user=user, agent=api_key.agent).exists()
+        if is_blocked:
             # The user sees refused attempts in "Who accessed my memory" (dashboard access log).
             record_access(
                 actor=actor_for_key(api_key, channel=channel, ip=ip),
                 subject_user_id=user.pk,
                 action=REFUSED_ACTION,
-                mode=mode_slug if user.modes.filter(slug=mode_slug).exists() else "",
+                mode=mode_slug
+                if mode is not None or user.modes.filter(slug=mode_slug).exists()
+                else "",
             )
             raise AgentBlockedError("this user has blocked this agent")
     else:
@@ -234,7 +267,8 @@ def scope_for_key(
             raise NotFoundError("user not found")
         if api_key.mode is not None and api_key.mode.slug != mode_slug:
             raise NotFoundError(f"mode {mode_slug!r} does not exist for this user")
-    mode = ensure_mode(user=user, slug=mode_slug)
+    if mode is None:
+        mode = ensure_mode(user=user, slug=mode_slug)
     return Scope(
         user=user,
         mode=mode,

@@ -40,6 +40,12 @@ HEAD_LOCK_KEY = 7_305_119
 # queues for the head lock; while it is queued, new appends wait behind it.
 HEAD_LOCK_POLL_SECONDS = 1.0
 HEAD_LOCK_POLL_INTERVAL = 0.01
+# The chain's last hash, read on every append: plain SQL, as the ORM compiled the same
+# statement anew each time. The index on (chain, id) answers it.
+_LAST_HASH_SQL = (
+    f"SELECT row_hash FROM {AuditEntry._meta.db_table} "  # noqa: S608 - the model's table.
+    "WHERE chain = %s ORDER BY id DESC LIMIT 1"
+)
 
 
 # Marks a stored mode as a pseudonym: no slug contains ":", so rows written before
@@ -174,16 +180,15 @@ def _append(
     chain = subject or SYSTEM_CHAIN
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [HEAD_LOCK_KEY])
+            # One statement, evaluated left to right: the shared head lock, then the chain's.
             cursor.execute(
-                "SELECT pg_advisory_xact_lock(%s, %s)", [CHAIN_LOCK_CLASS, _chain_lock_key(chain)]
+                "SELECT pg_advisory_xact_lock_shared(%s), pg_advisory_xact_lock(%s, %s)",
+                [HEAD_LOCK_KEY, CHAIN_LOCK_CLASS, _chain_lock_key(chain)],
             )
-        last = (
-            AuditEntry.objects.filter(chain=chain)
-            .order_by("-id")
-            .values_list("row_hash", flat=True)
-            .first()
-        )
+            # A statement of its own after the locks: its snapshot then holds the row that the
+            # chain's previous holder committed (one statement's snapshot predates its locks).
+            cursor.execute(_LAST_HASH_SQL, [chain])
+            last = cursor.fetchone()
         entry = AuditEntry(
             created_at=timezone.now(),
             actor_type=actor.actor_type,
@@ -198,7 +203,7 @@ def _append(
             mode=mode_pseudonym(subject, mode),
             channel=actor.channel,
             client_ip=actor.client_ip,
-            prev_hash=last or GENESIS_HASH,
+            prev_hash=last[0] if last else GENESIS_HASH,
         )
         entry.row_hash = _row_hash(entry)
         entry.save()

@@ -88,11 +88,12 @@ class ScopedMemoryManager(models.Manager["Memory"]):
     def for_owner(self, *, user: User | uuid.UUID, mode: Mode | int | None) -> MemoryQuerySet:
         """Memories of one user in one mode (mode=None: every mode of that user)."""
         user_id = user.pk if isinstance(user, User) else user
-        queryset = MemoryQuerySet(self.model, using=self._db).filter(user_id=user_id)
+        queryset = MemoryQuerySet(self.model, using=self._db)
         if mode is None:
-            return queryset
+            return queryset.filter(user_id=user_id)
         mode_id = mode.pk if isinstance(mode, Mode) else mode
-        return queryset.filter(mode_id=mode_id)
+        # One filter call, not two: every memory read starts here, and each call clones.
+        return queryset.filter(user_id=user_id, mode_id=mode_id)
 
 
 class AllOwnersMemoryManager(models.Manager["Memory"]):

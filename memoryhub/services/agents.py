@@ -174,10 +174,13 @@ def find_active_key(raw_key: str) -> ApiKey | None:
     """The active key matching a presented bearer key, or None."""
     if not raw_key.startswith(KEY_PREFIX):
         return None
-    # Every request runs this: the agent, user and mode come along (the scope needs them), but
-    # not their workspaces, wide rows that only a few endpoints read (1 ms a request, measured).
+    # Every request runs this: the agent and mode come along (the scope needs them), but not
+    # their workspaces, wide rows that only a few endpoints read (1 ms a request, measured),
+    # nor a personal key's user: an agent key has none, and the user's ~30 columns joined in
+    # for nothing were 40% of this lookup (bench/request_cpu.py). A personal key loads its
+    # user when the scope asks for it.
     return (
-        ApiKey.objects.select_related("agent", "user", "mode")
+        ApiKey.objects.select_related("agent", "mode")
         .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True)
         .first()
     )

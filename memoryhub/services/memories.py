@@ -165,16 +165,20 @@ def remember_many(
     agent_id: UUID | None = None,
     source_message_ids: Sequence[UUID] = (),
     idempotent_write: IdempotentWrite | None = None,
+    cipher: UserCipher | None = None,
 ) -> list[MemoryItem]:
     """Store several memories at once, all or nothing (one embedding batch, one insert).
 
     `idempotent_write` (services/idempotency.py) is saved with the memories' ids, first, so
     that a concurrent write with the same key waits on its unique key and then fails.
+    `cipher` is the user's, when the caller already opened it (saves reading the key again).
     """
     check_writable(user, actor, mode)
     if not items:
         raise InvalidInputError("nothing to remember: items is empty")
-    cipher = cipher_for(user)
+    if cipher is not None and cipher.user_id != user.pk:
+        raise ValueError("remember_many was given another user's cipher")
+    cipher = cipher or cipher_for(user)
     contents = [check_content(item.content) for item in items]
     vectors = embedder.embed(contents)
     rows = [

@@ -132,6 +132,7 @@ def remember_unless_repeated(
                 actor=actor,
                 embedder=embedder,
                 agent_id=agent_id,
+                cipher=cipher,
             )
             if fresh
             else []

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
+
 import time_machine
 from django.utils import timezone
 
+from memoryhub.api.auth import scope_for_key
 from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
 from memoryhub.models import AgentBlock, AuditEntry, Mode
-from memoryhub.services.agents import create_personal_key, revoke_key, rotate_agent_key
+from memoryhub.queries.access_log import REFUSED_ACTION
+from memoryhub.services.agents import (
+    create_personal_key,
+    find_active_key,
+    revoke_key,
+    rotate_agent_key,
+)
 from tests import factories
 
 
@@ -66,6 +75,41 @@ def test_a_blocked_agent_gets_403_for_that_user_only(api, agent, user, other_use
     assert response.status_code == 403
     assert response.json()["code"] == "agent_blocked"
     assert api.get("/profile", user="bob").status_code == 200
+
+
+def test_an_agent_key_finds_the_user_the_mode_and_any_block_in_one_statement(
+    agent_and_key, user, personal, django_assert_num_queries
+):
+    api_key = find_active_key(agent_and_key[1])
+    with django_assert_num_queries(1):  # Every agent request resolves its scope (issue 34).
+        scope = scope_for_key(api_key, "alice", "personal")
+    assert (scope.user, scope.mode, scope.agent) == (user, personal, agent_and_key[0])
+
+
+def test_a_uuid_names_that_user_first_and_an_external_id_shaped_like_a_uuid_still_works(
+    agent_and_key, workspace, user
+):
+    api_key = find_active_key(agent_and_key[1])
+    nobodys_uuid = str(uuid.uuid4())
+    dave = factories.make_user(workspace=workspace, external_id=nobodys_uuid)
+    impostor = factories.make_user(workspace=workspace, external_id=str(user.pk))
+    for person in (user, dave, impostor):
+        factories.mode_of(person, "personal")
+    assert scope_for_key(api_key, str(user.pk)).user == user  # never the impostor
+    assert scope_for_key(api_key, nobodys_uuid).user == dave
+
+
+def test_a_blocked_agent_is_refused_and_audited_whether_or_not_the_mode_exists_yet(
+    api, agent, user, personal
+):
+    AgentBlock.objects.create(user=user, agent=agent)
+    Mode.objects.filter(user=user, slug="work").delete()
+    assert api.get("/profile", user="alice", mode="personal").status_code == 403
+    assert api.get("/profile", user="alice", mode="work").status_code == 403
+    refused = AuditEntry.objects.filter(action=REFUSED_ACTION).order_by("id")
+    subject = subject_pseudonym(user.pk)
+    assert [entry.mode for entry in refused] == [mode_pseudonym(subject, "personal"), ""]
+    assert not Mode.objects.filter(user=user, slug="work").exists()  # A refusal makes nothing.
 
 
 def test_a_personal_key_acts_for_its_user_only(caller, user, other_user):

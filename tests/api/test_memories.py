@@ -189,6 +189,19 @@ def test_the_list_pages_newest_first_with_a_cursor(api, user, personal, embedder
     assert third.json()["next_cursor"] is None
 
 
+def test_a_page_of_memories_costs_a_fixed_number_of_statements(
+    api, user, personal, embedder, django_assert_max_num_queries
+):
+    for n in range(5):
+        factories.make_memory(user, personal, f"Fact number {n}.", embedder=embedder)
+    api.get("/memories", user="alice")  # The rate-limit window's first row.
+    # Key, rate limit, slot (lock, take), scope, data key, page, audit (locks, last hash,
+    # insert), slot release, and the test transaction's savepoints: a guard on issue 34's cut.
+    with django_assert_max_num_queries(15):
+        response = api.get("/memories", user="alice")
+    assert len(response.json()["items"]) == 5  # One statement reads them, however many.
+
+
 def test_the_list_keeps_memories_sharing_a_timestamp_across_pages(api, user, personal, embedder):
     items = [{"kind": "fact", "content": f"same time {n}"} for n in range(4)]
     api.post("/memories/batch", {"user": "alice", "items": items})

@@ -77,12 +77,14 @@ def test_quick_load_run_reads_back_every_write_and_stays_within_the_pool(tmp_pat
     assert connections["bound"] == 10
     assert 1 <= connections["peak"] <= connections["bound"]  # The monitor saw the server's own.
     assert {"web", "postgres", "others", "machine"} <= set(run["cpu_cores"])
+    assert run["web_cpu_ms_per_request"] > 0
 
     [server] = report["servers"]
     assert server["warm_up"]["settled"] is True
     assert server["log"]["tracebacks"] == 0
     targets = {target["target"]: target["passed"] for target in report["targets"]}
-    assert list(targets.values()) == [True, True, None, True]  # No 8-agent run to compare.
+    # No 8-agent run to compare, on one worker or two.
+    assert list(targets.values()) == [True, True, None, None, True]
     assert report["machine"]["cpus"] and report["machine"]["load_average_after"]
 
     # Cleaned up: the server is stopped and the load database dropped.
@@ -135,35 +137,36 @@ def test_the_scaling_ratio_pairs_runs_of_the_same_round_and_takes_the_median():
     assert scaling(runs) == {"1": None, "2": 1.6}
 
 
-def test_the_scaling_target_is_judged_on_the_most_workers_measured():
-    def run(workers: int, agents: int, throughput: float) -> dict[str, object]:
+def test_each_worker_count_is_judged_on_its_own_scaling_target():
+    def run(workers: int, agents: int, round_number: int, throughput: float) -> dict[str, object]:
         return {
             "workers": workers,
             "agents": agents,
-            "round": 1,
+            "round": round_number,
             "throughput_per_second": throughput,
             "unexpected_errors": 0,
             "writes": {"lost": 0},
         }
 
-    one_process_pinned = [run(1, 1, 50.0), run(1, 8, 65.0)]  # 1.3: one interpreter's ceiling
-    [target] = [
-        t
-        for t in judge([*one_process_pinned, run(2, 1, 50.0), run(2, 8, 95.0)], [])
-        if "8 agents" in t["target"]
-    ]
-    assert target["passed"] is True
-    assert target["detail"] == {"judged_workers": "2", "by_workers": {"1": 1.3, "2": 1.9}}
+    def scaling_verdicts(runs: list[dict[str, object]]) -> list[tuple[bool | None, object]]:
+        return [
+            (t["passed"], t["detail"]["ratio"])
+            for t in judge(runs, [])
+            if "8 agents" in t["target"]
+        ]
 
-    [target] = [
-        t
-        for t in judge([*one_process_pinned, run(2, 1, 50.0), run(2, 8, 70.0)], [])
-        if "8 agents" in t["target"]
+    one_worker = [run(1, 1, 1, 50.0), run(1, 8, 1, 65.0), run(1, 1, 2, 50.0), run(1, 8, 2, 80.0)]
+    two_workers = [run(2, 1, 1, 50.0), run(2, 8, 1, 95.0)]
+    # One worker: the median of 1.3 and 1.6 (1.45) misses 1.5; two workers: 1.9 meets 1.8.
+    assert scaling_verdicts([*one_worker, *two_workers]) == [(False, 1.45), (True, 1.9)]
+    assert scaling_verdicts([*one_worker, run(1, 1, 3, 50.0), run(1, 8, 3, 77.5)]) == [
+        (True, 1.55),
+        (None, None),  # two workers not measured
     ]
-    assert target["passed"] is False  # 1.4 with two workers fails, whatever one worker gives
-
-    [target] = [t for t in judge(one_process_pinned, []) if "8 agents" in t["target"]]
-    assert target["passed"] is False  # a one-worker run (the --quick test) judges that worker
+    assert scaling_verdicts([run(2, 1, 1, 50.0), run(2, 8, 1, 85.0)]) == [
+        (None, None),
+        (False, 1.7),
+    ]
 
 
 def test_each_run_of_an_agent_count_takes_the_next_seeded_agents():

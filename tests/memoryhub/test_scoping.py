@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from memoryhub.errors import NotFoundError, UnscopedQueryError
+from memoryhub.keyring import cipher_for
 from memoryhub.models import Memory
 from memoryhub.queries.memories import get_memory, list_memories
+from memoryhub.services.memories import NewMemory, remember_many
 from tests.factories import make_memory
 
 
@@ -45,3 +47,19 @@ def test_a_memory_of_another_mode_is_not_found(user, personal, work, embedder, s
 def test_a_malformed_id_is_not_found_rather_than_an_error(user, personal, system_actor):
     with pytest.raises(NotFoundError):
         get_memory(user=user, mode=personal, memory_id="not-a-uuid", actor=system_actor)
+
+
+def test_a_write_refuses_a_cipher_of_another_user(
+    user, other_user, personal, embedder, system_actor
+):
+    # A caller that opened the key already may pass it on; never someone else's.
+    with pytest.raises(ValueError, match="another user's cipher"):
+        remember_many(
+            user=user,
+            mode=personal,
+            items=[NewMemory(kind="fact", content="Lives in Lyon.")],
+            actor=system_actor,
+            embedder=embedder,
+            cipher=cipher_for(other_user),
+        )
+    assert not Memory.objects.for_owner(user=user, mode=personal).exists()
