@@ -105,7 +105,7 @@ def test_a_french_browser_walks_the_main_pages_in_french(
 
     # The script's words come from the page: Undo and its messages in French.
     page.goto(f"{live_server.url}/dashboard/")
-    page.get_by_role("link", name="Supprimer").first.click()
+    page.locator("li.memory").first.get_by_role("link", name="Supprimer", exact=True).click()
     undo = page.locator(".undo-notice").get_by_role("button", name="Annuler l’action")
     expect(undo).to_be_visible()
     expect(page.locator("#messages")).to_contain_text("Vous pouvez l’annuler pendant quelques")
