@@ -60,7 +60,7 @@ def test_the_search_count_the_script_keeps_is_in_french(signed_in, user, persona
 def test_a_choice_label_is_in_french_on_the_review_queue(
     client, workspace, user, personal, embedder
 ):
-    answers.report_answer(
+    reported = answers.report_answer(
         user=user,
         mode=personal,
         question="When does the Lyon store open?",
@@ -75,6 +75,9 @@ def test_a_choice_label_is_in_french_on_the_review_queue(
     assert ">Avis négatif</option>" in page and ">En attente</option>" in page
     english = client.get("/review/", **EN).content.decode()
     assert '<span class="kind">Retrieval miss</span>' in english
+    detail = client.get(f"/review/candidates/{reported.candidate.pk}/", **FR).content.decode()
+    assert "<h1>Recherche infructueuse</h1>" in detail and "<dt>recherche</dt>" in detail
+    assert "<strong>recherche faible</strong>" in detail
 
 
 def test_relative_times_and_dates_are_in_french():
