@@ -24,8 +24,8 @@ class MemoryHubError(Exception):
 
     def in_words(self) -> str:
         """The message in the active language if its English is in the catalogue, else as is."""
-        if not self.message:
-            return ""  # gettext("") would give the catalogue's header.
+        if not self.message or not isinstance(self.message, str):
+            return str(self)  # gettext("") would give the catalogue's header.
         said = gettext(self.message)
         return said.format(**self.words) if self.words else said
 
