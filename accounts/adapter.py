@@ -5,6 +5,9 @@ A sign-up never claims an agent-created user, whatever its email: agents set no 
 identity. A person reaches such a user by opening the agent's one-time link while signed in
 (memoryhub/services/user_links.py).
 
+A person's language is kept at sign-in (accounts/languages.py) and sets the pages' language
+on a browser that has not chosen one.
+
 The MFA adapter stores TOTP secrets and recovery seeds sealed under a master key.
 """
 
@@ -19,10 +22,13 @@ from allauth.account.authentication import get_authentication_records
 from allauth.core import context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
+from django.conf import settings
 from django.db import transaction
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.utils import translation
 from django.views.decorators.debug import sensitive_variables
 
+from accounts.languages import keep_browser_language
 from memoryhub.actors import Actor
 from memoryhub.keyring import open_secret, seal_secret
 from memoryhub.models import DEFAULT_MODES, Mode
@@ -49,6 +55,28 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
                     user=saved, slug=slug, defaults={"name": slug.capitalize()}
                 )
         return saved
+
+    def login(self, request: HttpRequest, user: Any) -> None:
+        super().login(request, user)
+        keep_browser_language(request, user)
+
+    def post_login(self, request: HttpRequest, user: Any, **kwargs: Any) -> HttpResponse:
+        """After sign-in the pages follow the person's kept language on any browser (a
+        cookie, as the switch sets), where this browser would show another."""
+        response: HttpResponse = super().post_login(request, user, **kwargs)
+        browser_language = translation.get_language_from_request(request)
+        if user.language and user.language != browser_language:
+            response.set_cookie(
+                settings.LANGUAGE_COOKIE_NAME,
+                user.language,
+                max_age=settings.LANGUAGE_COOKIE_AGE,
+                path=settings.LANGUAGE_COOKIE_PATH,
+                domain=settings.LANGUAGE_COOKIE_DOMAIN,
+                secure=settings.LANGUAGE_COOKIE_SECURE,
+                httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+                samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+            )
+        return response
 
     def is_reauthentication_required(self, *, app: str, **kwargs: Any) -> bool:
         """Two-factor pages need no second password right after a login: one typed seconds ago

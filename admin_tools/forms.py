@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, time, timedelta
 
 from django import forms
@@ -13,7 +14,7 @@ from memoryhub.models import ActorType, Channel, Workspace
 from memoryhub.queries.audit_log import AuditFilter
 
 
-def _blank_first(choices: list[tuple[str, str]]) -> list[tuple[str, StrOrPromise]]:
+def _blank_first(choices: Sequence[tuple[str, StrOrPromise]]) -> list[tuple[str, StrOrPromise]]:
     return [("", _("Any")), *choices]
 
 

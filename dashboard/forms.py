@@ -35,13 +35,6 @@ IMPORTANCE_CHOICES = [
     (Importance.HIGH, _("High")),
     (Importance.CRITICAL, _("Critical")),
 ]
-IMPORT_FORMAT_LABELS = {
-    ImportFormat.MEMORYHUB: _("MemoryHub export"),
-    ImportFormat.MEM0: _("Mem0 memories"),
-    ImportFormat.CHATGPT: _("ChatGPT conversations"),
-    ImportFormat.CLAUDE: _("Claude conversations"),
-    ImportFormat.OPENMEMORY: _("OpenMemory backup"),
-}
 EVERYTHING = "everything"
 EVERYTHING_PHRASE = "delete everything"
 
@@ -288,7 +281,7 @@ class ImportForm(forms.Form):
         required=False,
         choices=[
             ("", _("Tell from the file")),
-            *((choice, IMPORT_FORMAT_LABELS.get(choice, choice.label)) for choice in ImportFormat),
+            *ImportFormat.choices,
         ],
     )
     trust = forms.BooleanField(

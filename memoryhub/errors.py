@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext
+
 
 class MemoryHubError(Exception):
-    """Base class; `code` is the stable machine-readable error code, `status` its HTTP status."""
+    """Base class; `code` is the stable machine-readable error code, `status` its HTTP status.
+
+    The message is English: it is what the API sends as `detail`, and what `str()` gives. A
+    message marked with gettext_noop, its variables passed apart
+    (`InvalidInputError(gettext_noop("{field} must not be empty"), field=field)`), can also be
+    said in the reader's language, `in_words()`, for the pages (docs/i18n.md).
+    """
 
     code = "error"
     status = 400
+
+    def __init__(self, message: str = "", **words: object) -> None:
+        super().__init__(message.format(**words) if words else message)
+        self.message = message
+        self.words = words
+
+    def in_words(self) -> str:
+        """The message in the active language if its English is in the catalogue, else as is."""
+        if not self.message or not isinstance(self.message, str):
+            return str(self)  # gettext("") would give the catalogue's header.
+        said = gettext(self.message)
+        return said.format(**self.words) if self.words else said
 
 
 class NotAuthenticatedError(MemoryHubError):

@@ -3,8 +3,9 @@
 A notice goes out only once the change it reports is committed, holds no memory, and a mail
 server that fails never undoes that change: the failure is logged, the audit row stays.
 
-Its subject and body are in the language active when it is queued (the request's, from
-LocaleMiddleware): MemoryHub keeps no language per person, so that is the best guess there is.
+Its subject and body are in the person's language (`User.language`: chosen with the switch, or
+their browser's at sign-in); for a person who has none yet, in the language active when it is
+queued (the request's, from LocaleMiddleware).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.functional import Promise
+
+from memoryhub.models import User
 
 logger = logging.getLogger(__name__)
 
@@ -37,12 +40,25 @@ def _send(
         logger.warning("notice %s could not be sent", template, exc_info=True)
 
 
+def language_of(person: User) -> str:
+    """The language to write to this person in outside a request: theirs, else the hub's default."""
+    if person.language in dict(settings.LANGUAGES):
+        return person.language
+    return settings.LANGUAGE_CODE
+
+
 def send_notice_on_commit(
-    *, to: str, subject: str | Promise, template: str, context: Mapping[str, object]
+    *,
+    to: str,
+    subject: str | Promise,
+    template: str,
+    context: Mapping[str, object],
+    language: str = "",
 ) -> None:
     """Email `to` the rendered text `template` once the current transaction commits.
 
-    A lazy subject (gettext_lazy) is translated with the body, in the language active now.
+    A lazy subject (gettext_lazy) is translated with the body, in `language` (the recipient's,
+    when they have one), else in the language active now.
     """
-    language = translation.get_language() or settings.LANGUAGE_CODE
+    language = language or translation.get_language() or settings.LANGUAGE_CODE
     transaction.on_commit(partial(_send, to, subject, template, context, language))

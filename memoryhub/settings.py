@@ -319,6 +319,8 @@ AUTHENTICATION_BACKENDS = [
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("fr", "Français")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Each language's DATE_FORMAT and DATETIME_FORMAT, which the templates name (docs/i18n.md).
+FORMAT_MODULE_PATH = ["memoryhub.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
+from accounts import languages
 from dashboard import views as dashboard_views
 from memoryhub.api.api import api
 from memoryhub.mcp import oauth
@@ -17,8 +18,8 @@ urlpatterns = [
     path("dashboard/", include("dashboard.urls")),
     path("review/", include("review.urls")),
     path("accounts/", include("allauth.urls")),
-    # set_language: the English / Français switch in the header and in account settings.
-    path("i18n/", include("django.conf.urls.i18n")),
+    # The English / Français switch in the header and in account settings.
+    path("i18n/setlang/", languages.choose_language, name="set_language"),
     path("admin/", admin.site.urls),
     path("admin-tools/", include("admin_tools.urls")),
     path("api/v1/", api.urls),

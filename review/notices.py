@@ -16,11 +16,12 @@ from django.core.mail import send_mail
 from django.db.models import Count, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import ngettext
 
 from accounts.roles import REVIEWERS_GROUP
 from memoryhub.models import LearningCandidate, User, Workspace
+from memoryhub.notices import language_of
 
 logger = logging.getLogger(__name__)
 
@@ -65,22 +66,24 @@ def _digest_reviewers() -> list[User]:
 
 def _send_digest(reviewer: User, counts: WaitingCounts) -> bool:
     queue_url = settings.MEMORYHUB_SITE_URL + reverse("review:queue")
-    body = render_to_string(
-        "email/review_digest.txt",
-        {
-            "counts": counts,
-            "workspace_name": reviewer.workspace.name,
-            "queue_url": queue_url,
-            "answers_url": f"{queue_url}?kind={Kind.ANSWER}",
-            "facts_url": f"{queue_url}?kind={Kind.FACT}",
-            "settings_url": settings.MEMORYHUB_SITE_URL + reverse("review:settings"),
-        },
-    )
-    subject = ngettext(
-        "{count} waiting for review in {workspace}",
-        "{count} waiting for review in {workspace}",
-        counts.total,
-    ).format(count=counts.total, workspace=reviewer.workspace.name)
+    # Sent by a task, with no request: in the reviewer's own language.
+    with translation.override(language_of(reviewer)):
+        body = render_to_string(
+            "email/review_digest.txt",
+            {
+                "counts": counts,
+                "workspace_name": reviewer.workspace.name,
+                "queue_url": queue_url,
+                "answers_url": f"{queue_url}?kind={Kind.ANSWER}",
+                "facts_url": f"{queue_url}?kind={Kind.FACT}",
+                "settings_url": settings.MEMORYHUB_SITE_URL + reverse("review:settings"),
+            },
+        )
+        subject = ngettext(
+            "{count} waiting for review in {workspace}",
+            "{count} waiting for review in {workspace}",
+            counts.total,
+        ).format(count=counts.total, workspace=reviewer.workspace.name)
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [str(reviewer.email)])
     except (smtplib.SMTPException, OSError):

@@ -77,11 +77,13 @@ class CandidateView:
 
     @property
     def kind_label(self) -> str:
-        return LearningCandidate.Kind(self.kind).label
+        return str(LearningCandidate.Kind(self.kind).label)
 
     @property
     def failure_label(self) -> str:
-        return FailureClass(self.failure_class).label if self.failure_class else _("Proposed fact")
+        if not self.failure_class:
+            return str(_("Proposed fact"))
+        return str(FailureClass(self.failure_class).label)
 
     @property
     def low_signals(self) -> tuple[tuple[str, float], ...]:
@@ -91,7 +93,7 @@ class CandidateView:
 
     @property
     def status_label(self) -> str:
-        return LearningCandidate.Status(self.status).label
+        return str(LearningCandidate.Status(self.status).label)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def _said(error: MemoryHubError) -> str:
     review/decisions.py marks its messages with gettext_noop: the API sends them in English,
     these pages translate them here. A message nobody marked reads as it was raised.
     """
-    return _(str(error))
+    return error.in_words()
 
 
 def _reviewer(request: AuthedRequest) -> Actor:

@@ -48,7 +48,7 @@ FOUNDATIONS = tuple(
         *("sealed_tables", "embeddings", "onnx_model", "tokens", "personal_data", "injection"),
         *("fencing", "text_patterns", "json_stream", "http", "paging", "replicas", "notices"),
         *("task_queue", "sweeping", "unavailable", "body_limit", "process_model"),
-        *("embedded_db", "settings", "apps", "celery", "char_tables"),
+        *("embedded_db", "settings", "apps", "celery", "char_tables", "formats"),
         # Operations (docs/operations.md): they read the models and the foundations only.
         *("telemetry", "metrics", "health", "probes", "backup"),
         *("vector_search",),

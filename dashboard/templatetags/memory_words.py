@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
-from django.utils.dateformat import format as format_date
+from django.utils.formats import date_format
 from django.utils.text import capfirst
 from django.utils.timesince import timesince
 from django.utils.translation import gettext, ngettext_lazy, pgettext_lazy
@@ -188,4 +188,4 @@ def when(moment: datetime | None) -> str:
         return gettext("just now")
     if age < timedelta(days=1):
         return gettext("{time} ago").format(time=timesince(moment, depth=1))
-    return format_date(timezone.localtime(moment), "j M Y, H:i")
+    return date_format(timezone.localtime(moment), "DATETIME_FORMAT")

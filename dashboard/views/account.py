@@ -111,7 +111,7 @@ def retention(request: AuthedRequest) -> HttpResponse:
             actor=actor_of(request),
         )
     except MemoryHubError as error:
-        messages.error(request, str(error))
+        messages.error(request, error.in_words())
         return redirect("dashboard:settings")
     messages.success(request, _("Retention saved: older memories are deleted automatically."))
     return redirect("dashboard:settings")

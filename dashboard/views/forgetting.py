@@ -135,7 +135,7 @@ def _preview_and_forget(
             user=request.user, mode=mode, selector=selector, actor=actor, embedder=embedder
         )
     except MemoryHubError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, error.in_words())
         return None, None
     request.session.pop(TOPIC_SESSION_KEY, None)  # Forgotten: the topic is not kept either.
     named = [item for item in preview.items if item.id in set(receipt.memory_ids)]

@@ -49,7 +49,7 @@ def import_page(request: AuthedRequest) -> HttpResponse:
         )
     except MemoryHubError as error:
         # The message names the line or item at fault, never the file's text.
-        form.add_error("file", str(error))
+        form.add_error("file", error.in_words())
         return _imports_page(request, form, status=422)
     return redirect_after_post(request, reverse("dashboard:import_detail", args=[job.pk]))
 
@@ -105,5 +105,5 @@ def import_review(request: AuthedRequest, import_id: UUID) -> HttpResponse:
                 ).format(count=count),
             )
     except MemoryHubError as error:
-        messages.error(request, str(error))
+        messages.error(request, error.in_words())
     return redirect_after_post(request, reverse("dashboard:import_detail", args=[job.pk]))

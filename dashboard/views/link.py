@@ -36,6 +36,6 @@ def user_link(request: AuthedRequest, token: str) -> HttpResponse:
             return redirect("dashboard:memory_list")
         preview = preview_user_link(token=token, account=request.user)
     except MemoryHubError as error:
-        context = {"error": str(error), "code": error.code, "status": error.status}
+        context = {"error": error.in_words(), "code": error.code, "status": error.status}
         return render(request, "dashboard/link.html", context, status=error.status)
     return render(request, "dashboard/link.html", {"preview": preview, "token": token})

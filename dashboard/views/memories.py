@@ -202,7 +202,7 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
                     keeps_version=False,
                 )
         except REFUSALS as error:
-            form.add_error("content", str(error))
+            form.add_error("content", error.in_words())
         else:
             messages.success(
                 request, _("Saved. The previous version is kept in the item's history.")
@@ -225,7 +225,7 @@ def memory_edit(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
 
 def _refused(request: AuthedRequest, mode: Mode, error: MemoryHubError) -> HttpResponse:
     """A refused action: say why, and leave the page as it was."""
-    messages.error(request, str(error))
+    messages.error(request, error.in_words())
     if request.htmx:
         # 422 is the one error status htmx is told to accept (app.js): the message swaps in.
         return reswap(render_fragment(request, "", {}, status=422), "none")
@@ -423,7 +423,7 @@ def mode_create(request: AuthedRequest) -> HttpResponse:
     try:
         mode = create_mode(user=request.user, name=form.cleaned_data["name"])
     except MemoryHubError as error:
-        messages.error(request, str(error))
+        messages.error(request, error.in_words())
         return redirect("dashboard:memory_list")
     messages.success(
         request,

@@ -129,7 +129,9 @@ def on_domain_error(request: HttpRequest, exc: MemoryHubError) -> HttpResponse:
         # Details of a server-side failure (e.g. decryption) are for the logs, not the client.
         logger.error("API request failed: %s", exc.code)
         return error_response(request, status=exc.status, code=exc.code, detail="internal error")
-    response = error_response(request, status=exc.status, code=exc.code, detail=str(exc))
+    # The code stays English and stable; the detail, for a person reading it, follows the
+    # request's Accept-Language where its message is translated (English otherwise).
+    response = error_response(request, status=exc.status, code=exc.code, detail=exc.in_words())
     if isinstance(exc, RateLimitedError):
         response["Retry-After"] = str(exc.retry_after_seconds)
     return response

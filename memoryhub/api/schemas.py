@@ -70,7 +70,11 @@ SourceName = Literal["agent", "explicit", "user"]
 
 class ErrorOut(Schema):
     detail: str = Field(
-        description=("A human-readable explanation, safe to log; never holds another user's data.")
+        description=(
+            "A human-readable explanation, safe to log; never holds another user's data. In "
+            "the request's Accept-Language where it is translated (en, fr), else English: "
+            "match on `code`, never on this."
+        )
     )
     code: str = Field(
         description=(

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from memoryhub.models import ImportFormat
 
 from .conversations import chatgpt_conversation, claude_conversation, read_conversations
@@ -48,8 +50,10 @@ def detect_format(opener: Opener) -> str:
     with opener() as stream:
         if stream.read(4) == ZIP_MAGIC:
             raise ImportFileError(
-                "the file is a zip archive: unzip it first (from OpenMemory's backup, upload "
-                "its memories.json)",
+                gettext_noop(
+                    "the file is a zip archive: unzip it first (from OpenMemory's backup, upload "
+                    "its memories.json)"
+                ),
                 code="import_unrecognised",
             )
     top_keys: set[str] = set()
@@ -75,8 +79,10 @@ def detect_format(opener: Opener) -> str:
     if "memory" in item_keys:
         return ImportFormat.MEM0
     raise ImportFileError(
-        "the file is none of the formats we read (a MemoryHub export, Mem0 memories, "
-        "OpenMemory's memories.json, or a ChatGPT or Claude conversations.json)",
+        gettext_noop(
+            "the file is none of the formats we read (a MemoryHub export, Mem0 memories, "
+            "OpenMemory's memories.json, or a ChatGPT or Claude conversations.json)"
+        ),
         code="import_unrecognised",
     )
 

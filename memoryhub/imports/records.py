@@ -11,11 +11,15 @@ class ImportFileError(ValueError):
     """The file is not JSON, or not a format we read, or an item in it is malformed.
 
     `code` is the API's error code; the message names the line or the item, never its text.
+    Like a MemoryHubError's, a message marked with gettext_noop keeps its words apart, so
+    that the upload page can say it in the reader's language.
     """
 
-    def __init__(self, detail: str, *, code: str = "import_malformed") -> None:
-        super().__init__(detail)
+    def __init__(self, detail: str, *, code: str = "import_malformed", **words: object) -> None:
+        super().__init__(detail.format(**words) if words else detail)
         self.code = code
+        self.message = detail
+        self.words = words
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from uuid import UUID
 
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -36,7 +37,9 @@ def _reviewed(job: ImportJob, memory_ids: Sequence[UUID | str] | None) -> list[M
     waiting = set(imported_candidates(job=job))
     chosen = waiting if memory_ids is None else {UUID(str(i)) for i in memory_ids}
     if not chosen <= waiting:
-        raise InvalidInputError("only memories of this import that wait for review can be chosen")
+        raise InvalidInputError(
+            gettext_noop("only memories of this import that wait for review can be chosen")
+        )
     return list(Memory.all_owners.filter(pk__in=chosen).select_related("mode"))
 
 
@@ -45,7 +48,7 @@ def keep_imported(
 ) -> int:
     """Keep (confirm) the import's waiting memories, all of them or the ones chosen."""
     if job.status != ImportJob.Status.DONE:
-        raise ConflictError("the import has not finished")
+        raise ConflictError(gettext_noop("the import has not finished"))
     kept = 0
     for memory in _reviewed(job, memory_ids):
         confirm_memory(user=job.user, mode=memory.mode, memory_id=memory.pk, actor=actor)
@@ -58,7 +61,7 @@ def discard_imported(
 ) -> int:
     """Delete the import's waiting memories, all of them or the ones chosen."""
     if job.status != ImportJob.Status.DONE:
-        raise ConflictError("the import has not finished")
+        raise ConflictError(gettext_noop("the import has not finished"))
     by_mode: dict[int, tuple[Mode, list[UUID]]] = {}
     for memory in _reviewed(job, memory_ids):
         by_mode.setdefault(memory.mode_id, (memory.mode, []))[1].append(memory.pk)

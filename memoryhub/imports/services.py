@@ -14,6 +14,7 @@ from uuid import UUID, uuid4
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 from kombu.exceptions import OperationalError as BrokerUnavailableError
 
 from memoryhub.actors import Actor
@@ -68,7 +69,7 @@ class ImportFileRejectedError(MemoryHubError):
     status = 422
 
     def __init__(self, error: ImportFileError) -> None:
-        super().__init__(str(error))
+        super().__init__(error.message, **error.words)
         self.code = error.code
 
 
@@ -133,7 +134,7 @@ def start_import(
             return SealedReader(upload.path, upload.key)
 
         if upload.size == 0:
-            raise ImportFileError("the file is empty", code="import_unrecognised")
+            raise ImportFileError(gettext_noop("the file is empty"), code="import_unrecognised")
         detected = file_format or detect_format(opener)
         # The whole file is read once here, so that a malformed item is a 422 now, naming
         # it, rather than a failed job later.

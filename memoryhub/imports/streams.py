@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import ijson
+from django.utils.translation import gettext_noop
 
 from .records import ImportFileError
 
@@ -87,7 +88,9 @@ def events_of(opener: Opener) -> Iterator[tuple[str, str, Any]]:
         else:
             return
     line = _line_of_error(opener)
-    raise ImportFileError(f"the file is not valid JSON: the error is near line {line}")
+    raise ImportFileError(
+        gettext_noop("the file is not valid JSON: the error is near line {line}"), line=line
+    )
 
 
 def objects_at(

@@ -18,6 +18,7 @@ from uuid import UUID
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import ContentTooLargeError
 
@@ -69,7 +70,9 @@ def seal_upload(chunks: Iterable[bytes], *, name: UUID, limit: int) -> SealedUpl
             for chunk in chunks:
                 size += len(chunk)
                 if size > limit:
-                    raise ContentTooLargeError(f"the import file is over {limit} bytes")
+                    raise ContentTooLargeError(
+                        gettext_noop("the import file is over {limit} bytes"), limit=limit
+                    )
                 digest.update(chunk)
                 pending += chunk
                 while len(pending) >= CHUNK_BYTES:

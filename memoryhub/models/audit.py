@@ -7,6 +7,7 @@ from typing import ClassVar
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 # Chain names that cannot be a subject pseudonym (32 hex digits).
 SYSTEM_CHAIN = "system"
@@ -14,19 +15,19 @@ LEGACY_CHAIN = "legacy"
 
 
 class ActorType(models.TextChoices):
-    USER = "user"
-    AGENT = "agent"
-    REVIEWER = "reviewer"
-    ADMIN = "admin"
-    SYSTEM = "system"
+    USER = "user", _("User")
+    AGENT = "agent", _("Agent")
+    REVIEWER = "reviewer", _("Reviewer")
+    ADMIN = "admin", _("Admin")
+    SYSTEM = "system", _("System")
 
 
 class Channel(models.TextChoices):
-    UI = "ui"
-    API = "api"
-    MCP = "mcp"
-    ADMIN = "admin"
-    SYSTEM = "system"
+    UI = "ui", _("Web pages")
+    API = "api", "API"
+    MCP = "mcp", "MCP"
+    ADMIN = "admin", _("Admin")
+    SYSTEM = "system", _("System")
 
 
 class AuditEntry(models.Model):

@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .workspaces import User, Workspace
 
@@ -140,8 +141,8 @@ class GraphMaintenanceRun(models.Model):
     """One decay or purge pass over one workspace graph, for the admin page."""
 
     class Kind(models.TextChoices):
-        DECAY = "decay"
-        PURGE = "purge"
+        DECAY = "decay", _("Decay")
+        PURGE = "purge", _("Purge")
 
     id = models.BigAutoField(primary_key=True)
     workspace = models.ForeignKey(

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .memories import Memory
 from .sessions import Session
@@ -19,11 +20,11 @@ IMPORTED_FOR_REVIEW_END_REASON = "import-review"
 
 
 class ImportFormat(models.TextChoices):
-    MEMORYHUB = "memoryhub", "MemoryHub export"
-    MEM0 = "mem0", "Mem0 memories"
-    CHATGPT = "chatgpt", "ChatGPT conversations"
-    CLAUDE = "claude", "Claude conversations"
-    OPENMEMORY = "openmemory", "OpenMemory backup"
+    MEMORYHUB = "memoryhub", _("MemoryHub export")
+    MEM0 = "mem0", _("Mem0 memories")
+    CHATGPT = "chatgpt", _("ChatGPT conversations")
+    CLAUDE = "claude", _("Claude conversations")
+    OPENMEMORY = "openmemory", _("OpenMemory backup")
 
 
 class ImportJob(models.Model):

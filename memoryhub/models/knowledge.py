@@ -27,6 +27,7 @@ from typing import ClassVar
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from .memories import EMBEDDING_DIMENSIONS
@@ -37,11 +38,11 @@ from .workspaces import Agent, Mode, User, Workspace
 class FailureClass(models.TextChoices):
     """Why an answer was captured for review."""
 
-    NEGATIVE_FEEDBACK = "negative_feedback", "Negative feedback"
-    HALLUCINATION = "hallucination", "Hallucination signal"
-    RETRIEVAL_MISS = "retrieval_miss", "Retrieval miss"
-    INCOMPLETE = "incomplete", "Incomplete answer"
-    POLICY_BLOCK = "policy_block", "Policy block"
+    NEGATIVE_FEEDBACK = "negative_feedback", _("Negative feedback")
+    HALLUCINATION = "hallucination", _("Hallucination signal")
+    RETRIEVAL_MISS = "retrieval_miss", _("Retrieval miss")
+    INCOMPLETE = "incomplete", _("Incomplete answer")
+    POLICY_BLOCK = "policy_block", _("Policy block")
 
 
 class Feedback(models.TextChoices):
@@ -97,18 +98,18 @@ class LearningCandidate(models.Model):
     """A captured answer or a proposed fact waiting for a reviewer; text is scrubbed ciphertext."""
 
     class Kind(models.TextChoices):
-        ANSWER = "answer", "Answer"
-        FACT = "fact", "Proposed fact"
+        ANSWER = "answer", _("Answer")
+        FACT = "fact", _("Proposed fact")
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
+        PENDING = "pending", _("Pending")
+        APPROVED = "approved", _("Approved")
+        REJECTED = "rejected", _("Rejected")
         # A question about the user that no knowledge document can answer (issue 17): the
         # reviewer wrote the answer into the user's memory, for them to confirm, or left it to
         # the user (an open item in their memory). Nothing goes to the knowledge base.
-        ANSWERED = "answered", "Answered for the user"
-        NEEDS_USER = "needs_user", "Needs the user"
+        ANSWERED = "answered", _("Answered for the user")
+        NEEDS_USER = "needs_user", _("Needs the user")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
@@ -171,10 +172,10 @@ class KnowledgeDocument(models.Model):
     """A published piece of workspace knowledge: a reviewed Q/A, a fact, or a pasted document."""
 
     class Source(models.TextChoices):
-        ANSWER = "answer", "Reviewed answer"
-        FACT = "fact", "Reviewed fact"
-        PASTED = "pasted", "Pasted text"
-        UPLOADED = "uploaded", "Uploaded file"
+        ANSWER = "answer", _("Reviewed answer")
+        FACT = "fact", _("Reviewed fact")
+        PASTED = "pasted", _("Pasted text")
+        UPLOADED = "uploaded", _("Uploaded file")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import pgettext_lazy
 
 from .workspaces import Workspace
 
@@ -44,10 +45,16 @@ class WebhookDelivery(models.Model):
     """One message to one endpoint: its payload, attempts and outcome (the delivery log)."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "pending"
-        DELIVERED = "delivered", "delivered"
-        FAILED = "failed", "failed"  # Failed so far; retried at next_attempt_at.
-        DEAD = "dead", "dead"  # Gave up after the maximum attempts; replay sends it again.
+        PENDING = "pending", pgettext_lazy("webhook delivery", "pending")
+        DELIVERED = "delivered", pgettext_lazy("webhook delivery", "delivered")
+        FAILED = (
+            "failed",
+            pgettext_lazy("webhook delivery", "failed"),
+        )  # Failed so far; retried at next_attempt_at.
+        DEAD = (
+            "dead",
+            pgettext_lazy("webhook delivery", "dead"),
+        )  # Gave up after the maximum attempts; replay sends it again.
 
     id = models.BigAutoField(primary_key=True)
     endpoint = models.ForeignKey(

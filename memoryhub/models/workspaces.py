@@ -105,6 +105,9 @@ class User(AbstractUser):
     retention_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Auto-delete memories older than this; empty: keep."
     )
+    # The language the person chose with the switch, else their browser's at sign-in ("" until
+    # then): what MemoryHub sends them outside a request (the review digest) is in it.
+    language = models.CharField(max_length=8, blank=True)
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: ClassVar[list[str]] = []

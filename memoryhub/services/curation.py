@@ -11,6 +11,7 @@ from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -52,7 +53,9 @@ def reject_candidate(*, user: User, mode: Mode, memory_id: UUID | str, actor: Ac
     """Delete a candidate the user says is wrong; raise InvalidInputError for a settled item."""
     memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     if not is_candidate(memory):
-        raise InvalidInputError("only an item waiting for confirmation can be rejected")
+        raise InvalidInputError(
+            gettext_noop("only an item waiting for confirmation can be rejected")
+        )
     return delete_memories(
         user=user, mode=mode, memory_ids=[memory.pk], actor=actor, action=AuditAction.MEMORY_REJECT
     )
@@ -71,7 +74,7 @@ def resolve_contradiction(
         keep = get_memory_row(user=user, mode=mode, memory_id=keep_id)
         drop = get_memory_row(user=user, mode=mode, memory_id=drop_id)
         if keep.pk == drop.pk or not keep.slot_hash or keep.slot_hash != drop.slot_hash:
-            raise InvalidInputError("these two items do not contradict each other")
+            raise InvalidInputError(gettext_noop("these two items do not contradict each other"))
         if is_candidate(drop):
             delete_memories(
                 user=user,
@@ -90,9 +93,9 @@ def mark_open_item_done(
     """Close an open item: it leaves the open list and context, and stays in history as done."""
     row = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     if row.kind != MemoryKind.OPEN_ITEM:
-        raise InvalidInputError("only an open item can be marked done")
+        raise InvalidInputError(gettext_noop("only an open item can be marked done"))
     if row.status != MemoryStatus.ACTIVE:
-        raise InvalidInputError("this open item is already closed")
+        raise InvalidInputError(gettext_noop("this open item is already closed"))
     payload = open_payload(row, cipher_for(user))
     now = timezone.now()
     with transaction.atomic():
@@ -124,7 +127,7 @@ def copy_to_mode(
     if target_mode.user_id != user.pk:
         raise NotFoundError("mode not found")
     if target_mode.pk == mode.pk:
-        raise InvalidInputError("choose a different mode to copy into")
+        raise InvalidInputError(gettext_noop("choose a different mode to copy into"))
     item = decrypt_memory(
         get_memory_row(user=user, mode=mode, memory_id=memory_id), cipher_for(user)
     )

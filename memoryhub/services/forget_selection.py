@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from memoryhub.embeddings import Embedder, calibrated_cosine
 from memoryhub.errors import InvalidInputError
@@ -79,13 +80,15 @@ def check_selector(selector: ForgetSelector) -> tuple[UUID, ...]:
         if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
             raise InvalidInputError(f"{name} must be a timezone-aware datetime")
     if selector.since and selector.until and selector.since >= selector.until:
-        raise InvalidInputError("since must be before until")
+        raise InvalidInputError(gettext_noop("since must be before until"))
     for name in ("topic", "query"):
         value = getattr(selector, name)
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise InvalidInputError(f"{name} must not be empty")
+            raise InvalidInputError(gettext_noop("{name} must not be empty"), name=name)
     if not (ids or selector.since or selector.until or selector.topic or selector.query):
-        raise InvalidInputError("say what to forget: memory ids, a period, a topic or a query")
+        raise InvalidInputError(
+            gettext_noop("say what to forget: memory ids, a period, a topic or a query")
+        )
     return ids
 
 

@@ -1,10 +1,13 @@
-"""The user's own memory settings: pause, memory off per mode, retention, agents that may reach them."""
+"""The user's own settings: pause, memory off per mode, retention, agents that may reach them,
+the language."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -51,7 +54,9 @@ def set_mode_memory_off(*, user: User, mode: Mode, is_off: bool, actor: Actor) -
 def set_retention(*, user: User, retention_days: int | None, actor: Actor) -> User:
     """Auto-delete memories older than `retention_days` (None: keep until the user deletes)."""
     if retention_days is not None and not 1 <= retention_days <= MAX_RETENTION_DAYS:
-        raise InvalidInputError(f"retention must be between 1 and {MAX_RETENTION_DAYS} days")
+        raise InvalidInputError(
+            gettext_noop("retention must be between 1 and {days} days"), days=MAX_RETENTION_DAYS
+        )
     with transaction.atomic():
         user.retention_days = retention_days
         user.save(update_fields=["retention_days"])
@@ -64,10 +69,23 @@ def set_retention(*, user: User, retention_days: int | None, actor: Actor) -> Us
     return user
 
 
+def set_language(*, user: User, language: str) -> User:
+    """Keep the person's language, for what is sent to them outside a request (emails).
+
+    Raises InvalidInputError for a language the hub does not offer.
+    """
+    if language not in dict(settings.LANGUAGES):
+        raise InvalidInputError(gettext_noop("no such language"))
+    if user.language != language:
+        user.language = language
+        user.save(update_fields=["language"])
+    return user
+
+
 def _agent_of_workspace(user: User, agent_id: UUID) -> Agent:
     agent = Agent.objects.filter(pk=agent_id, workspace_id=user.workspace_id).first()
     if agent is None:
-        raise InvalidInputError("no such agent in your workspace")
+        raise InvalidInputError(gettext_noop("no such agent in your workspace"))
     return agent
 
 

@@ -30,7 +30,7 @@ from django.core.validators import validate_email
 from django.db import router, transaction
 from django.db.models.deletion import Collector, ProtectedError, RestrictedError
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -162,20 +162,24 @@ def holds_something(account: User) -> bool:
 
 def _check(link: UserLink, user: User, account: User) -> None:
     if link.used_at is not None:
-        raise GoneError("this link was already used: ask the agent for a new one")
+        raise GoneError(gettext_noop("this link was already used: ask the agent for a new one"))
     if link.expires_at <= timezone.now():
-        raise GoneError("this link has expired: ask the agent for a new one")
+        raise GoneError(gettext_noop("this link has expired: ask the agent for a new one"))
     if not link.agent.is_active:
-        raise GoneError("the agent that made this link was disabled")
+        raise GoneError(gettext_noop("the agent that made this link was disabled"))
     if has_login(user):
-        raise ConflictError("this user already has a login: ask the agent for a new link")
+        raise ConflictError(
+            gettext_noop("this user already has a login: ask the agent for a new link")
+        )
     _check_email(link, account)
     if account.is_staff or account.is_superuser or holds_something(account):
         # The account would be erased: refuse rather than lose its memory, keys or roles.
         raise ConflictError(
-            "your account already holds memory, keys or a role of its own, and one login "
-            "holds one user's memory: sign up with another address of yours, and ask the "
-            "agent for a link for that address"
+            gettext_noop(
+                "your account already holds memory, keys or a role of its own, and one login "
+                "holds one user's memory: sign up with another address of yours, and ask the "
+                "agent for a link for that address"
+            )
         )
 
 
@@ -185,13 +189,17 @@ def _check_email(link: UserLink, account: User) -> None:
     addresses = EmailAddress.objects.filter(user=account, email__iexact=link.email)
     if not link.email or not addresses.exists():
         raise EmailMismatchError(
-            "this link is for another email address: sign in with the address you gave the "
-            "agent (sign up with it if you have no account yet), then open the link again"
+            gettext_noop(
+                "this link is for another email address: sign in with the address you gave the "
+                "agent (sign up with it if you have no account yet), then open the link again"
+            )
         )
     if not addresses.filter(verified=True).exists():
         raise EmailNotVerifiedError(
-            "confirm your email address first (follow the link in the mail we sent you, or "
-            "send it again from your email settings), then open this link again"
+            gettext_noop(
+                "confirm your email address first (follow the link in the mail we sent you, or "
+                "send it again from your email settings), then open this link again"
+            )
         )
 
 
@@ -201,7 +209,7 @@ def _find(token: str, *, for_update: bool = False) -> UserLink:
         links = links.select_for_update(of=("self",))
     link = links.filter(token_digest=_digest(token)).first()
     if link is None:
-        raise NotFoundError("this link is not valid: check that it was copied whole")
+        raise NotFoundError(gettext_noop("this link is not valid: check that it was copied whole"))
     return link
 
 
@@ -230,7 +238,7 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
         user = User.objects.select_for_update().get(pk=link.user_id)
         account = User.objects.select_for_update().get(pk=account.pk)
         _check(link, user, account)
-        email, password = account.email, account.password
+        email, password, language = account.email, account.password, account.language
         EmailAddress.objects.filter(user=account).update(user=user)
         Authenticator.objects.filter(user=account).update(user=user)
         # Audits AuditAction.ACCOUNT_DELETE on the account's chain, AuditAction.USER_LINK below goes on the user's:
@@ -238,7 +246,8 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
         delete_account(user=account, actor=Actor.for_user(account.pk, client_ip=client_ip))
         user.email = email
         user.password = password
-        user.save(update_fields=["email", "password"])
+        user.language = language  # The person's: it goes with their login.
+        user.save(update_fields=["email", "password", "language"])
         link.used_at = timezone.now()
         link.save(update_fields=["used_at"])
         record_access(
@@ -256,6 +265,7 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
                 "workspace_name": user.workspace.name,
                 "used_at": link.used_at,
             },
+            language=user.language,
         )
     return user
 
@@ -290,7 +300,8 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
             email=email,
         )
         account.password = password
-        account.save(update_fields=["password"])
+        account.language = user.language  # The person's: it goes with their login.
+        account.save(update_fields=["password", "language"])
         EmailAddress.objects.filter(user=user).update(user=account)
         Authenticator.objects.filter(user=user).update(user=account)
         ApiKey.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
@@ -307,5 +318,6 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
             subject=gettext_lazy("An admin undid the link of your login to an agent's memory"),
             template="email/user_link_undone.txt",
             context={"agent_name": link.agent.name, "workspace_name": user.workspace.name},
+            language=account.language,
         )
     return link

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -59,7 +60,7 @@ def create_mode(*, user: User, name: str) -> Mode:
     """Add a custom mode; its slug is derived from the name."""
     slug = slugify(name)[:64]
     if not slug:
-        raise InvalidInputError("a mode needs a name with letters or digits")
+        raise InvalidInputError(gettext_noop("a mode needs a name with letters or digits"))
     mode, _ = Mode.objects.get_or_create(
         user=user, slug=slug, defaults={"name": name.strip()[:100]}
     )

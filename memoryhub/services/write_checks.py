@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.errors import (
@@ -23,24 +24,31 @@ from memoryhub.models import ActorType, Mode, User
 def check_storable(text: str, *, field: str) -> int:
     """Refuse what PostgreSQL cannot store (NUL, lone surrogates) as a 422; return the UTF-8 size."""
     if "\x00" in text:
-        raise InvalidInputError(f"{field} must not contain NUL characters")
+        raise InvalidInputError(
+            gettext_noop("{field} must not contain NUL characters"), field=field
+        )
     try:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+        raise InvalidInputError(
+            gettext_noop("{field} is not valid UTF-8 text"), field=field
+        ) from None
 
 
 def check_content(content: str, *, field: str = "content") -> str:
     """Validate memory text: non-empty, valid text, within the size cap; return it stripped."""
     if not isinstance(content, str):
-        raise InvalidInputError(f"{field} must be a string")
+        raise InvalidInputError(gettext_noop("{field} must be a string"), field=field)
     stripped = content.strip()
     if not stripped:
-        raise InvalidInputError(f"{field} must not be empty")
+        raise InvalidInputError(gettext_noop("{field} must not be empty"), field=field)
     size = check_storable(stripped, field=field)
     if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
         raise ContentTooLargeError(
-            f"{field} is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
+            gettext_noop("{field} is {size} bytes; the limit is {limit} bytes"),
+            field=field,
+            size=size,
+            limit=settings.MEMORYHUB_MAX_CONTENT_BYTES,
         )
     return stripped
 

@@ -10,6 +10,13 @@ from memoryhub.knowledge.scoring import MEMORY_ID_NOT_IN_CONTEXT, PAST_DATE_AS_U
 
 register = template.Library()
 
+# A confidence signal's name, as the queue shows it.
+SIGNAL_NAMES: dict[str, str | Promise] = {
+    "retrieval": _("retrieval"),
+    "policy": _("policy"),
+    "completeness": _("completeness"),
+    "memory": _("memory"),
+}
 SIGNAL_WORDS: dict[str, str | Promise] = {
     "retrieval": _("what was found (memory, knowledge) did not fit the question"),
     "policy": _("the agent held back for a policy reason"),
@@ -20,6 +27,12 @@ FINDING_WORDS: dict[str, str | Promise] = {
     PAST_DATE_AS_UPCOMING: _("it called a date that has passed upcoming"),
     MEMORY_ID_NOT_IN_CONTEXT: _("it cited a memory that was not in its context"),
 }
+
+
+@register.filter
+def signal_name(name: str) -> str:
+    """A signal's name in the reader's language ("retrieval" → « recherche »)."""
+    return str(SIGNAL_NAMES.get(name, name.replace("_", " ")))
 
 
 @register.filter

@@ -1,4 +1,11 @@
 // Small named helpers for htmx; no inline scripts anywhere.
+
+function said(name, english) {
+  // The words this script shows, in the page's language: base.html renders them into
+  // data-text-* attributes of <body> (English here only if a page lacks them).
+  return (document.body && document.body.getAttribute("data-text-" + name)) || english;
+}
+
 document.addEventListener("htmx:beforeSwap", function allowValidationErrorSwap(event) {
   // Invalid forms come back as 422 with the re-rendered fragment: let htmx swap it in.
   // Refused actions also answer 422 with HX-Reswap: none, so only their message is swapped.
@@ -12,7 +19,13 @@ document.addEventListener("htmx:responseError", function showRequestFailure() {
   // A 404 or 500 under htmx swaps nothing: say so in the messages region instead of staying silent.
   var region = document.getElementById("messages");
   if (region) {
-    region.innerHTML = '<ul class="messages"><li class="message message-error">That did not work. Reload the page and try again.</li></ul>';
+    var list = document.createElement("ul");
+    var item = document.createElement("li");
+    list.className = "messages";
+    item.className = "message message-error";
+    item.textContent = said("failed", "That did not work. Reload the page and try again.");
+    list.appendChild(item);
+    region.replaceChildren(list);
   }
 });
 
@@ -65,11 +78,13 @@ function holdForUndo(trigger) {
   text.textContent = trigger.getAttribute("data-undo") + " ";
   undo.type = "button";
   undo.className = "secondary";
-  undo.textContent = "Undo";
+  undo.textContent = said("undo", "Undo");
   notice.append(text, undo);
   card.hidden = true;
   card.insertAdjacentElement("afterend", notice);
-  announce(trigger.getAttribute("data-undo") + " You can undo it for a few seconds.");
+  announce(
+    trigger.getAttribute("data-undo") + " " + said("undo-hint", "You can undo it for a few seconds.")
+  );
   undo.focus();
 
   var held = {};
@@ -93,7 +108,7 @@ function holdForUndo(trigger) {
   undo.addEventListener("click", function undoHeldAction() {
     release();
     card.hidden = false;
-    announce("Undone: nothing was deleted.");
+    announce(said("undone", "Undone: nothing was deleted."));
     var focusable = trigger.tagName === "FORM" ? trigger.querySelector("button") : trigger;
     if (focusable) {
       focusable.focus();
@@ -150,12 +165,10 @@ document.addEventListener("htmx:afterSettle", function countSearchResults() {
   if (!count || !list) {
     return;
   }
+  // The sentences come from the template, in the page's language (_search_results.html).
   var shown = list.querySelectorAll(":scope > li.memory").length;
-  var query = count.getAttribute("data-query");
-  count.textContent =
-    shown === 0
-      ? "No close match left for “" + query + "”."
-      : shown + " close match" + (shown === 1 ? "" : "es") + " for “" + query + "”, best first.";
+  var sentence = shown === 0 ? "data-none" : shown === 1 ? "data-one" : "data-many";
+  count.textContent = count.getAttribute(sentence).replace("{count}", String(shown));
 });
 
 // An item answered elsewhere on the page (rewritten by its owner): its "Is this right?" box

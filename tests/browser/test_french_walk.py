@@ -3,8 +3,9 @@
 The browser says fr-FR (its Accept-Language), so nothing is chosen and LocaleMiddleware picks
 French. Each page must say lang="fr" and carry the header and the switch in French; the page
 bodies of the dashboard and review areas are translated by their own parts, so only the page
-shell, the login and the settings page are checked word for word here. At the end the switch
-turns the page to English, on the same address, over the browser's French.
+shell, the login, the Undo that the script offers and the settings page are checked word for
+word here. At the end the switch turns the page to English, on the same address, over the
+browser's French.
 """
 
 from __future__ import annotations
@@ -101,6 +102,16 @@ def test_a_french_browser_walks_the_main_pages_in_french(
         expect_french_shell(page)
         expect(page.get_by_role("heading", level=1)).to_be_visible()
         shot(page, artifacts, name)
+
+    # The script's words come from the page: Undo and its messages in French.
+    page.goto(f"{live_server.url}/dashboard/")
+    page.locator("li.memory").first.get_by_role("link", name="Supprimer", exact=True).click()
+    undo = page.locator(".undo-notice").get_by_role("button", name="Annuler l’action")
+    expect(undo).to_be_visible()
+    expect(page.locator("#messages")).to_contain_text("Vous pouvez l’annuler pendant quelques")
+    shot(page, artifacts, "undo")
+    undo.click()
+    expect(page.locator("#messages")).to_contain_text("Action annulée : rien n’a été supprimé.")
 
     page.goto(f"{live_server.url}/dashboard/settings/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Paramètres")

@@ -21,6 +21,7 @@ PYTHON_PACKAGES = ("memoryhub", "dashboard", "review", "accounts", "admin_tools"
 KEYWORDS = {
     "gettext": None,
     "gettext_lazy": None,
+    "gettext_noop": None,  # Domain error messages: English in the API, translated on pages.
     "_": None,
     "ngettext": (1, 2),
     "ngettext_lazy": (1, 2),

@@ -42,6 +42,7 @@ MODULES = [
     ROOT / path
     for path in (
         "dashboard/forms.py",
+        "dashboard/templatetags/import_words.py",
         "dashboard/templatetags/memory_words.py",
         "dashboard/views/account.py",
         "dashboard/views/forgetting.py",

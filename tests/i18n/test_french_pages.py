@@ -1,9 +1,10 @@
 """The page shell, the account pages (ours and allauth's) and the emails, in French (issue 28).
 
 Without a choice the browser's Accept-Language decides (LocaleMiddleware); the switch in the
-header and in account settings posts to Django's set_language, which keeps the choice in a
-cookie. MemoryHub stores no language per person: an email is in the language active when it
-is queued (the request's), and the daily review digest, sent by a task, in the default one.
+header and in account settings keeps the choice in a cookie (and on the account: see
+test_person_language.py). An email to a person with no language kept is in the language
+active when it is queued (the request's); the daily review digest, sent by a task, is in the
+reviewer's language, else the default one.
 """
 
 from __future__ import annotations
@@ -221,26 +222,29 @@ def one_answer_waiting(user, personal, embedder):
     )
 
 
-def test_the_review_digest_in_french_when_french_is_active(workspace, one_answer_waiting):
+def test_the_review_digest_is_in_the_reviewers_own_language(workspace, one_answer_waiting):
+    translation.deactivate()  # As in a Celery worker: no request ever activated a language.
     reviewer = make_reviewer(workspace)
     reviewer.has_review_digest = True
-    reviewer.save(update_fields=["has_review_digest"])
+    reviewer.language = "fr"  # Chosen with the switch (tests/i18n/test_language_kept.py).
+    reviewer.save(update_fields=["has_review_digest", "language"])
     mail.outbox.clear()
-    with translation.override("fr"):
-        assert send_review_digests() == 1
+    assert send_review_digests() == 1
     [email] = mail.outbox
     assert email.subject == f"1 en attente de relecture dans {workspace.name}"
     assert "1 réponse à faible confiance :" in email.body and "0 fait proposé :" in email.body
     assert "La file de relecture :" in email.body
 
 
-def test_the_review_digest_task_writes_in_the_default_language(workspace, one_answer_waiting):
-    translation.deactivate()  # As in a Celery worker: no request ever activated a language.
+def test_the_review_digest_of_a_reviewer_without_a_language_is_in_the_default_one(
+    workspace, one_answer_waiting
+):
     reviewer = make_reviewer(workspace)
     reviewer.has_review_digest = True
     reviewer.save(update_fields=["has_review_digest"])
     mail.outbox.clear()
-    assert send_review_digests() == 1
+    with translation.override("fr"):  # Whatever is active where the task runs.
+        assert send_review_digests() == 1
     [email] = mail.outbox
     assert "1 low-confidence answer:" in email.body and "0 proposed facts:" in email.body
 

@@ -926,7 +926,7 @@ export interface components {
         ErrorOut: {
             /**
              * Detail
-             * @description A human-readable explanation, safe to log; never holds another user's data.
+             * @description A human-readable explanation, safe to log; never holds another user's data. In the request's Accept-Language where it is translated (en, fr), else English: match on `code`, never on this.
              */
             detail: string;
             /**
