@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
@@ -30,10 +30,11 @@ from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import seal_content
 from memoryhub.models import Memory, Mode, User
 from memoryhub.queries.context import assemble_context
+from memoryhub.queries.nearest import has_own_index
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.queries.speaker_cues import read_cues
 from memoryhub.services.agents import get_or_create_workspace
-from memoryhub.services.nearest_index import create_nearest_index
+from memoryhub.services.nearest_index import create_nearest_index, drop_nearest_index
 from memoryhub.services.users import create_user, ensure_mode
 from memoryhub.vector_search import index_name
 
@@ -238,17 +239,12 @@ def measure_user(
         recalls.append(recall_at(ranked["ranking_exact"], ranked["ranking_nearest"]))
     return {
         "memories": Memory.objects.for_owner(user=user, mode=mode).count(),
-        "path": "nearest" if user_is_heavy(user, mode) else "exact",
+        "path": "nearest" if has_own_index(user=user, using=DEFAULT_DB_ALIAS) else "exact",
         **{name: percentiles(seconds) for name, seconds in times.items()},
         "recall_at_10": round(float(np.mean(recalls)), 4),
         "recall_at_10_min": round(min(recalls), 2),
         "queries": len(queries),
     }
-
-
-def user_is_heavy(user: User, mode: Mode) -> bool:
-    count = Memory.objects.for_owner(user=user, mode=mode).filter(status="active").count()
-    return bool(settings.MEMORYHUB_NEAREST_FROM) and count >= settings.MEMORYHUB_NEAREST_FROM
 
 
 def measure_growth(
@@ -269,7 +265,12 @@ def measure_growth(
         users[size] = populate_growth_user(
             size, texts=texts, vectors=vectors, model=embedder.name, progress=progress
         )
-        index_seconds[size] = build_index(users[size][0])
+        # A user as large as the threshold gets their index, as `index_heavy_users` gives it.
+        threshold = settings.MEMORYHUB_NEAREST_FROM
+        if threshold and size >= threshold:
+            index_seconds[size] = build_index(users[size][0])
+        else:  # Left by an earlier run with a lower threshold.
+            drop_nearest_index(user_id=users[size][0].pk, concurrently=False)
     curve = {
         str(size): measure_user(
             user,

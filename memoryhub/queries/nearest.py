@@ -1,14 +1,13 @@
 """A heavy user's search: their nearest memories through their own vector index, then ranked.
 
 Recall ranks a user's candidates by an exact scan (docs/retrieval.md, "Exact per-user search"):
-a few milliseconds at 1,000 memories, too slow at 100,000. Past `MEMORYHUB_NEAREST_FROM` active
-memories in a mode, the ranking reads only the `MEMORYHUB_NEAREST_CANDIDATES` nearest by vector,
-found through an HNSW index of that user's rows alone (`services/nearest_index.py` builds it),
-and the candidates holding a query word (the blind index's GIN), and ranks them with the same
-SQL, the IDF counted over all of the user's memories (recall.ranking_query). pgvector 0.8's iterative scan keeps reading the index until
-enough rows pass the mode, status and model filters. Without the index (not built yet) the same
-statement sorts the user's rows instead: slower, never wrong. "Heavy users" in docs/retrieval.md
-gives the measurements behind the numbers.
+a few milliseconds at 1,000 memories, too slow at 100,000. A user with `MEMORYHUB_NEAREST_FROM`
+active memories in a mode gets their own vector index (`manage.py index_heavy_users`). Once
+they have it, the ranking reads only the `MEMORYHUB_NEAREST_CANDIDATES` nearest by vector,
+through that index, and the candidates holding a query word (the blind index's GIN), and ranks
+them with the same SQL, the IDF counted over all of the user's memories. pgvector 0.8's
+iterative scan keeps reading the index until enough rows pass the mode, status and model
+filters. "Heavy users" in docs/retrieval.md gives the measurements behind the numbers.
 """
 
 from __future__ import annotations
@@ -17,11 +16,12 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import connections
 from django.db.models import QuerySet
 
-from memoryhub.models import Memory, MemoryStatus, Mode, User
+from memoryhub.models import Memory, Mode, User
 from memoryhub.queries.recall_filter import RecallFilter
-from memoryhub.vector_search import nearest_order
+from memoryhub.vector_search import index_name, nearest_order
 
 _Row = TypeVar("_Row", bound=Any)
 
@@ -41,22 +41,25 @@ def is_broad(recall_filter: RecallFilter) -> bool:
     )
 
 
-def holds_at_least(*, user: User, mode: Mode, count: int, using: str) -> bool:
-    """Whether the user's mode has `count` active memories (reads no further than that)."""
-    if count <= 0:
-        return False
-    active = Memory.objects.for_owner(user=user, mode=mode).filter(status=MemoryStatus.ACTIVE)
-    return active.using(using).order_by()[count - 1 : count].exists()
+def has_own_index(*, user: User, using: str) -> bool:
+    """Whether the user has their own vector index (a catalogue lookup, no table read)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [index_name(user.pk)])
+        row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 def nearest_candidates(
     *, user: User, mode: Mode, recall_filter: RecallFilter, using: str
 ) -> int | None:
-    """How many nearest candidates to rank for this search, or None to rank every candidate."""
-    threshold = settings.MEMORYHUB_NEAREST_FROM
-    if not threshold or not is_broad(recall_filter):
+    """How many nearest candidates to rank for this search, or None to rank every candidate.
+
+    A user is heavy once `manage.py index_heavy_users` has built their index; the check costs
+    a smaller user one catalogue lookup, not a count of their memories.
+    """
+    if not settings.MEMORYHUB_NEAREST_FROM or not is_broad(recall_filter):
         return None
-    if not holds_at_least(user=user, mode=mode, count=threshold, using=using):
+    if not has_own_index(user=user, using=using):
         return None
     return int(settings.MEMORYHUB_NEAREST_CANDIDATES)
 

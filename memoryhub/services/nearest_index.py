@@ -5,8 +5,7 @@ candidates through the user's index (queries/nearest.py). One index per heavy us
 the whole table: a filter on one user among many leaves an index over everyone's rows reading
 thousands of other users' rows for each of theirs, and every write of every user would pay for
 it (docs/retrieval.md, "Heavy users"). `manage.py index_heavy_users` runs this after writes
-have grown a user; until it has, their search sorts their rows instead of reading the index:
-the same results, slower.
+have grown a user; until it has, their search is exact (and slow).
 """
 
 from __future__ import annotations

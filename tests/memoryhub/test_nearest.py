@@ -3,16 +3,24 @@ ranked like every search; small users and narrowed searches stay exact."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from memoryhub.embeddings import MULTILINGUAL_E5
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Memory
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.services.memories import NewMemory, remember_many
-from memoryhub.services.nearest_index import index_heavy_users, indexed_users
+from memoryhub.services.nearest_index import (
+    create_nearest_index,
+    drop_nearest_index,
+    index_heavy_users,
+    indexed_users,
+)
 from memoryhub.vector_search import index_name
 from tests import factories
 
@@ -43,7 +51,16 @@ def heavy(user, personal, embedder, system_actor, settings):
     remember_many(user=user, mode=personal, items=items, actor=system_actor, embedder=embedder)
     settings.MEMORYHUB_NEAREST_FROM = 10
     settings.MEMORYHUB_NEAREST_CANDIDATES = 10
+    # An index cannot be built in a transaction with foreign-key checks still pending.
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     return user
+
+
+@pytest.fixture
+def indexed(heavy):
+    create_nearest_index(user_id=heavy.pk, concurrently=False)
+    return heavy
 
 
 def _ranked(user, mode, query, embedder, **kwargs):
@@ -68,12 +85,12 @@ def test_with_every_memory_among_the_candidates_the_heavy_path_ranks_exactly(
         assert nearest == exact
 
 
-def test_a_heavy_user_searches_through_the_nearest_candidates(
-    heavy, personal, embedder, system_actor
+def test_a_user_with_their_own_index_searches_through_the_nearest_candidates(
+    indexed, personal, embedder, system_actor
 ):
     def search():
         return search_memories(
-            user=heavy,
+            user=indexed,
             mode=personal,
             query="Where does Claire live?",
             actor=system_actor,
@@ -134,12 +151,12 @@ def test_the_heavy_path_never_compares_another_models_vector(heavy, personal, em
     assert found[claire.pk].lexical > 0
 
 
-def test_a_small_user_and_a_narrowed_search_stay_exact(
-    heavy, personal, embedder, system_actor, settings
+def test_a_user_without_an_index_and_a_narrowed_search_stay_exact(
+    indexed, personal, embedder, system_actor, settings
 ):
     def search(**kwargs):
         return lambda: search_memories(
-            user=heavy,
+            user=indexed,
             mode=personal,
             query="Where does Claire live?",
             actor=system_actor,
@@ -147,16 +164,18 @@ def test_a_small_user_and_a_narrowed_search_stay_exact(
             **kwargs,
         )
 
+    assert _reads_nearest(search())
     assert not _reads_nearest(search(kinds=["fact"]))
-    settings.MEMORYHUB_NEAREST_FROM = len(FACTS) + 1
-    assert not _reads_nearest(search())
+    assert not _reads_nearest(search(since=timezone.now() - timedelta(days=1)))
     settings.MEMORYHUB_NEAREST_FROM = 0
+    assert not _reads_nearest(search())
+    settings.MEMORYHUB_NEAREST_FROM = 10
+    drop_nearest_index(user_id=indexed.pk, concurrently=False)
     assert not _reads_nearest(search())
 
 
 def test_heavy_users_get_their_own_index_and_lose_it_when_they_shrink(heavy, other_user, embedder):
     factories.make_memory(other_user, factories.mode_of(other_user, "personal"), "Hello.")
-    # An index cannot be built in a transaction with foreign-key checks still pending.
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     changes = index_heavy_users(threshold=10, concurrently=False)
