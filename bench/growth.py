@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.test.utils import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
@@ -46,6 +47,12 @@ GROUP = 20
 INSERT_BATCH = 2_000
 # Enough for the build of one user's index to stay in memory (100,000 rows: about 200 MB).
 INDEX_BUILD_MEMORY = "512MB"
+# Heavy-path settings ranked beside the default one, query by query, for the side-by-side:
+# every word's memories among the candidates (the path before the cap on frequent words).
+VARIANTS: dict[str, dict[str, int]] = {
+    "ranking_nearest_every_word": {"MEMORYHUB_NEAREST_WORD_CAP": 0},
+    "ranking_nearest_cap_500": {"MEMORYHUB_NEAREST_WORD_CAP": 500},
+}
 
 
 def noisy_copies(
@@ -208,8 +215,9 @@ def measure_user(
         "context": [],
         "ranking_exact": [],
         "ranking_nearest": [],
+        **{name: [] for name in VARIANTS},
     }
-    recalls = []
+    recalls: dict[str, list[float]] = {name: [] for name in ("ranking_nearest", *VARIANTS)}
     for query in queries[:5]:  # Warm the caches and the model.
         search_memories(user=user, mode=mode, query=query, actor=actor, embedder=embedder)
     for query in tqdm(queries, desc=f"growth {user.external_id}", disable=not progress):
@@ -232,17 +240,32 @@ def measure_user(
             now=timezone.now(),
         )
         ranked: dict[str, list[Any]] = {}
-        for name, nearest in (("ranking_exact", None), ("ranking_nearest", candidates)):
-            started = time.perf_counter()
-            ranked[name] = [entry.id for entry in rank(nearest=nearest)]
-            times[name].append(time.perf_counter() - started)
-        recalls.append(recall_at(ranked["ranking_exact"], ranked["ranking_nearest"]))
+        runs: list[tuple[str, int | None, dict[str, int]]] = [
+            ("ranking_exact", None, {}),
+            ("ranking_nearest", candidates, {}),
+            *((name, candidates, changed) for name, changed in VARIANTS.items()),
+        ]
+        for name, nearest, changed in runs:
+            with override_settings(**changed):
+                started = time.perf_counter()
+                ranked[name] = [entry.id for entry in rank(nearest=nearest)]
+                times[name].append(time.perf_counter() - started)
+        for name, found in recalls.items():
+            found.append(recall_at(ranked["ranking_exact"], ranked[name]))
     return {
         "memories": Memory.objects.for_owner(user=user, mode=mode).count(),
         "path": "nearest" if has_own_index(user=user, using=DEFAULT_DB_ALIAS) else "exact",
         **{name: percentiles(seconds) for name, seconds in times.items()},
-        "recall_at_10": round(float(np.mean(recalls)), 4),
-        "recall_at_10_min": round(min(recalls), 2),
+        "recall_at_10": round(float(np.mean(recalls["ranking_nearest"])), 4),
+        "recall_at_10_min": round(min(recalls["ranking_nearest"]), 2),
+        "variants": {
+            name: {
+                **changed,
+                "recall_at_10": round(float(np.mean(recalls[name])), 4),
+                "recall_at_10_min": round(min(recalls[name]), 2),
+            }
+            for name, changed in VARIANTS.items()
+        },
         "queries": len(queries),
     }
 
@@ -309,6 +332,12 @@ def format_growth(growth: dict[str, Any]) -> str:
             f"{cells[2]:>14} {cells[3]:>16} {figures['recall_at_10']:>10.3f}"
         )
     lines.append("(exact / nearest: the ranking statement alone, every candidate / the index's)")
+    for figures in growth["curve"].values():
+        for name, variant in figures.get("variants", {}).items():
+            lines.append(
+                f"{figures['memories']:>9,} {name}: {figures[name]['p50_ms']:.1f}/"
+                f"{figures[name]['p95_ms']:.1f} ms, recall@10 {variant['recall_at_10']:.3f}"
+            )
     store = growth["storage"]
     per = store["per_memory"]
     lines.append(

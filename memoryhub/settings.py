@@ -501,6 +501,10 @@ if MEMORYHUB_EMBEDDING_MODEL not in ("all-MiniLM-L6-v2", "multilingual-e5-small-
 # candidate exactly (docs/retrieval.md, "Heavy users"). 0 keeps every search exact.
 MEMORYHUB_NEAREST_FROM = env_int("MEMORYHUB_NEAREST_FROM", 20_000, minimum=0)
 MEMORYHUB_NEAREST_CANDIDATES = env_int("MEMORYHUB_NEAREST_CANDIDATES", 400, minimum=10)
+# ...and, besides those, every memory holding a query word that at most this many of the user's
+# memories hold, and as many nearest among those holding a more frequent one (0: every memory
+# holding a query word, however many).
+MEMORYHUB_NEAREST_WORD_CAP = env_int("MEMORYHUB_NEAREST_WORD_CAP", 2000, minimum=0)
 # Torch threads of the embedding model; 0 keeps torch's default (one per core).
 MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1, minimum=1)
 # "onnx" (default: ONNX Runtime, graph exported under DATA_DIR/models) or "torch"; same vectors.

@@ -4,8 +4,10 @@ Recall ranks a user's candidates by an exact scan (docs/retrieval.md, "Exact per
 a few milliseconds at 1,000 memories, too slow at 100,000. A user with `MEMORYHUB_NEAREST_FROM`
 active memories in a mode gets their own vector index (`manage.py index_heavy_users`). Once
 they have it, the ranking reads only the `MEMORYHUB_NEAREST_CANDIDATES` nearest by vector,
-through that index, and the candidates holding a query word (the blind index's GIN), and ranks
-them with the same SQL, the IDF counted over all of the user's memories. pgvector 0.8's
+through that index, every candidate holding a rare query word (at most
+`MEMORYHUB_NEAREST_WORD_CAP` of the user's memories hold it; the blind index's GIN), and as many
+nearest among those holding a frequent one or spoken by a named speaker, and ranks them with
+the same SQL, the IDF counted over all of the user's memories. pgvector 0.8's
 iterative scan keeps reading the index until enough rows pass the mode, status and model
 filters. "Heavy users" in docs/retrieval.md gives the measurements behind the numbers.
 """

@@ -30,7 +30,10 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -95,6 +98,8 @@ _LOADED = [f for f in Memory._meta.concrete_fields if f.attname not in UNREAD_CO
 _LOADED_FIELDS = [f.attname for f in _LOADED]
 _LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
 MAX_QUERY_CHARS = 4000
+# The blind-index column as the heavy path's SQL fragments name it.
+_TOKENS = f'"{Memory._meta.db_table}"."blind_tokens"'
 # The relevance floor of a search a person or an agent asks for (the dashboard and the API; the
 # benchmarks rank without one). A little under context assembly's 0.3: a search says what it
 # looks for. Below it, "no close match" is a better answer than the least bad memory.
@@ -167,23 +172,54 @@ def ranking_query(
     )
     # The number of candidates the IDF is counted over: all of them, even when fewer are read.
     size_sql, size_params = "SELECT count(*)::float8 AS n FROM candidates", ()
+    # How many candidates hold each term: counted among those read, unless heavy (below).
+    counts_cte, counts_params = "", ()
+    counts_sql = "SELECT term, count(*) AS n FROM matches GROUP BY term"
     if nearest is None:
         candidate_sql, candidate_params = read.query.sql_with_params()
     else:
-        # A heavy user's (queries/nearest.py): the nearest candidates, and every candidate that
-        # holds a query word or a named speaker, so the lexical part and its IDF stay exact.
-        # Counted in the scope index alone (a confidence is only in the row): the few active
-        # rows of low confidence count too, which moves an IDF by a hair, not a ranking.
-        counted, size_params = (
-            memories_of(user=user, mode=mode)
-            .filter(status=MemoryStatus.ACTIVE)
+        # A heavy user's (queries/nearest.py): the nearest candidates, and those that hold a
+        # rare query word (held by at most MEMORYHUB_NEAREST_WORD_CAP memories; 0: any word): a frequent
+        # word weighs little, and its memories still get its weight when among the nearest.
+        # The IDF stays exact: each term's memories and the total are counted over all of the
+        # user's active rows, in the blind-index GIN and the scope index (no vector is read).
+        # A confidence is only in the row: the few active rows of low confidence count too,
+        # which moves an IDF by a hair, not a ranking.
+        active = memories_of(user=user, mode=mode).filter(status=MemoryStatus.ACTIVE)
+        counted, size_params = active.values("id").order_by().query.sql_with_params()
+        size_sql = f"SELECT count(*)::float8 AS n FROM ({counted}) AS s"  # noqa: S608
+        # Only our own column and CTE names are written into these fragments; the cap is a
+        # parameter. `forms` and `held` are CTEs of the ranking SQL below.
+        holding, counts_params = (
+            active.filter(RawSQL(f"{_TOKENS} && forms.digests", (), BooleanField()))  # noqa: S611
             .values("id")
             .order_by()
             .query.sql_with_params()
         )
-        size_sql = f"SELECT count(*)::float8 AS n FROM ({counted}) AS s"  # noqa: S608
+        counts_cte = f"""
+        forms AS (SELECT term, array_agg(digest) AS digests FROM terms GROUP BY term),
+        held AS MATERIALIZED (
+            SELECT forms.term, forms.digests, (SELECT count(*) FROM ({holding}) AS h) AS n
+            FROM forms
+        ),"""  # noqa: S608
+        counts_sql = "SELECT term, n FROM held WHERE n > 0"
         nearest_read = nearest_rows(read, vector=query_vector, model=vector_model, limit=nearest)
-        worded = read.filter(blind_tokens__overlap=[*digests, *cues.speakers])
+        cap = settings.MEMORYHUB_NEAREST_WORD_CAP
+        if cap:
+            rare = (
+                f"{_TOKENS} && (SELECT coalesce(array_agg(d), '{{}}') "  # noqa: S608
+                "FROM held, unnest(held.digests) AS d WHERE held.n <= %s)"
+            )
+            rare_read = read.filter(RawSQL(rare, (cap,), BooleanField()))  # noqa: S611
+            # Those of a frequent word or a named speaker: the nearest of them, through the
+            # same index (a name in 5% of the memories still weighs 0.25 with the speaker's).
+            worded_read = read.filter(blind_tokens__overlap=[*digests, *cues.speakers])
+            nearest_worded = nearest_rows(
+                worded_read, vector=query_vector, model=vector_model, limit=nearest
+            )
+            worded = rare_read.union(nearest_worded)
+        else:
+            worded = read.filter(blind_tokens__overlap=[*digests, *cues.speakers])
         candidate_sql, candidate_params = nearest_read.union(worded).query.sql_with_params()
     half_life_sql, half_life_params = _case(
         "c.kind", {kind: float(days) for kind, days in HALF_LIFE_DAYS.items()}, 90.0
@@ -198,7 +234,7 @@ def ranking_query(
     # tables for every row) cost more than the cosine itself (docs/retrieval.md).
     sql = f"""
         WITH terms(term, digest) AS (SELECT * FROM unnest(%s::int[], %s::varchar[])),
-        boosts(term, boost) AS (SELECT * FROM unnest(%s::int[], %s::float8[])),
+        boosts(term, boost) AS (SELECT * FROM unnest(%s::int[], %s::float8[])),{counts_cte}
         candidates AS MATERIALIZED (
             SELECT c.* FROM ({candidate_sql}) AS c
         ),
@@ -218,7 +254,7 @@ def ranking_query(
             SELECT df.term,
                 boosts.boost * ln(1 + (size.n - df.n + 0.5) / (df.n + 0.5)) / ln(1 + size.n)
                 AS weight
-            FROM (SELECT term, count(*) AS n FROM matches GROUP BY term) AS df CROSS JOIN size
+            FROM ({counts_sql}) AS df CROSS JOIN size
             JOIN boosts ON boosts.term = df.term
         ),
         lexical AS MATERIALIZED (
@@ -284,6 +320,7 @@ def ranking_query(
         digests,
         list(range(len(boosts))),
         boosts,
+        *counts_params,
         *candidate_params,
         [*digests, *cues.speakers],
         list(cues.speakers),

@@ -76,9 +76,11 @@ def _reads_nearest(call) -> bool:
     return any("halfvec" in query["sql"] for query in queries.captured_queries)
 
 
+@pytest.mark.parametrize("word_cap", [0, 1])
 def test_with_every_memory_among_the_candidates_the_heavy_path_ranks_exactly(
-    heavy, personal, embedder
+    heavy, personal, embedder, settings, word_cap
 ):
+    settings.MEMORYHUB_NEAREST_WORD_CAP = word_cap
     for query in QUERIES:
         exact = _ranked(heavy, personal, query, embedder, nearest=None)
         nearest = _ranked(heavy, personal, query, embedder, nearest=len(FACTS))
@@ -129,6 +131,50 @@ def test_the_heavy_path_ranks_the_nearest_candidates_and_those_holding_a_query_w
     # Scored as exactly as by the exact path: the same IDF over all of the user's candidates.
     scores = {entry.id: entry.score for entry in exact}
     assert all(abs(entry.score - scores[entry.id]) < 1e-9 for entry in ranked if entry.lexical)
+
+
+def test_a_frequent_word_brings_in_only_its_nearest_memories_and_keeps_its_weight(
+    heavy, personal, embedder, system_actor, settings
+):
+    more = ["Filou sleeps on the sofa all afternoon.", "Filou chased the neighbour's cat."]
+    items = [NewMemory(kind="fact", content=text) for text in more]
+    remember_many(user=heavy, mode=personal, items=items, actor=system_actor, embedder=embedder)
+    settings.MEMORYHUB_NEAREST_WORD_CAP = 2  # "Claire" is in one memory, "Filou" in three.
+    query = "Is Filou friends with Claire?"
+
+    def rank(nearest):
+        return rank_memories(
+            user=heavy,
+            mode=personal,
+            query=query,
+            cipher=cipher_for(heavy),
+            k=len(FACTS) + len(more),
+            embedder=embedder,
+            nearest=nearest,
+        )
+
+    exact = rank(None)
+    ranked = rank(1)
+    cipher = cipher_for(heavy)
+    rows = Memory.objects.for_owner(user=heavy, mode=personal)
+
+    def holding(word):
+        found = rows.filter(blind_tokens__overlap=cipher.blind_tokens(word))
+        return set(found.values_list("id", flat=True))
+
+    claire, filou = holding("claire"), holding("filou")
+    assert len(claire) == 1
+    assert len(filou) == 3
+    by_cosine = sorted(exact, key=lambda entry: -entry.cosine)
+    nearest = by_cosine[0].id
+    nearest_worded = next(entry.id for entry in by_cosine if entry.id in claire | filou)
+    # Every memory of the rare word, the nearest one, and the nearest one holding a query word:
+    # a Filou memory at least is left out...
+    assert {entry.id for entry in ranked} == claire | {nearest, nearest_worded}
+    assert not filou <= {entry.id for entry in ranked}
+    # ...and those ranked keep the weight of "Filou" counted over all three.
+    lexical = {entry.id: entry.lexical for entry in exact}
+    assert all(abs(entry.lexical - lexical[entry.id]) < 1e-9 for entry in ranked)
 
 
 def test_the_heavy_path_never_compares_another_models_vector(heavy, personal, embedder):
