@@ -70,7 +70,7 @@ clients-schema: setup $(TS_STAMP) ## After an API change: regenerate openapi.jso
 	$(BIN)/python clients/python/generate_responses.py
 
 bench: setup ## Retrieval, bilingual (every embedding model), latency and extraction benchmarks (bench/results/*.json)
-	$(BIN)/python manage.py bench_retrieval
+	$(BIN)/python manage.py bench_retrieval --keep-db
 	$(BIN)/python manage.py bench_bilingual
 	$(BIN)/python manage.py bench_extraction
 

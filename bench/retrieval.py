@@ -20,6 +20,7 @@ from django.db import connection
 from tqdm import tqdm
 
 from bench.baselines import BM25Retriever, MiniLMCosineRetriever, Retriever
+from bench.growth import format_growth
 from bench.locomo import HEADLINE_CODES, Conversation, run_benchmark
 from bench.memoryhub_retriever import CachedEmbedder, MemoryHubRetriever
 from bench.metrics import BenchmarkResult
@@ -182,6 +183,9 @@ def format_report(report: dict[str, Any]) -> str:
             f"ranking reads {', '.join(plan['indexes']) or 'no index'}; "
             f"{scale['ranked_of_user_memories']:,} of the user's memories ranked (exact)"
         )
+    growth = report.get("growth")
+    if growth:
+        lines.append(format_growth(growth).rstrip("\n"))
     memory = report.get("web_memory")
     if memory:
         lines.append(

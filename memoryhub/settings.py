@@ -497,6 +497,16 @@ if MEMORYHUB_EMBEDDING_MODEL not in ("all-MiniLM-L6-v2", "multilingual-e5-small-
     raise ImproperlyConfigured(
         "MEMORYHUB_EMBEDDING_MODEL must be all-MiniLM-L6-v2 or multilingual-e5-small-q4"
     )
+# A user with this many active memories in a mode is searched through their own vector index
+# (`manage.py index_heavy_users` builds it): the nearest MEMORYHUB_NEAREST_CANDIDATES memories,
+# ranked exactly; a smaller user, or a search narrowed by kind, period or topic, scans every
+# candidate exactly (docs/retrieval.md, "Heavy users"). 0 keeps every search exact.
+MEMORYHUB_NEAREST_FROM = env_int("MEMORYHUB_NEAREST_FROM", 20_000, minimum=0)
+MEMORYHUB_NEAREST_CANDIDATES = env_int("MEMORYHUB_NEAREST_CANDIDATES", 400, minimum=10)
+# ...and, besides those, every memory holding a query word that at most this many of the user's
+# memories hold, and as many nearest among those holding a more frequent one (0: every memory
+# holding a query word, however many).
+MEMORYHUB_NEAREST_WORD_CAP = env_int("MEMORYHUB_NEAREST_WORD_CAP", 2000, minimum=0)
 # Torch threads of the embedding model; 0 keeps torch's default (one per core).
 MEMORYHUB_EMBEDDING_THREADS = env_int("MEMORYHUB_EMBEDDING_THREADS", 1, minimum=1)
 # "onnx" (default: ONNX Runtime, graph exported under DATA_DIR/models) or "torch"; same vectors.

@@ -11,11 +11,13 @@ and recall can still find them by their words.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from uuid import UUID
 
-from django.db.models import Case, FloatField, Value, When
+from django.db.models import Case, FloatField, Func, Value, When
+from pgvector import HalfVector
 from pgvector.django import CosineDistance
 
-from memoryhub.embeddings import distance_scale
+from memoryhub.embeddings import DIMENSIONS, distance_scale
 
 # The distance of a vector that cannot be compared: cosine 0, as for an unrelated text.
 UNRELATED = 1.0
@@ -34,3 +36,27 @@ def cosine_distance(vector: Sequence[float], *, model: str, field: str = "embedd
         default=Value(UNRELATED),
         output_field=FloatField(),
     )
+
+
+INDEX_PREFIX = "memory_nearest_"
+
+
+def index_name(user_id: UUID) -> str:
+    """The name of a heavy user's own vector index (a UUID's hex digits: safe in SQL)."""
+    return f"{INDEX_PREFIX}{user_id.hex}"
+
+
+# What a heavy user's vector index holds (services/nearest_index.py) and what the search through
+# it orders by: the vector in half precision, half the size of the full one.
+HALF_PRECISION = f"(embedding::halfvec({DIMENSIONS}))"
+
+
+class _HalfPrecision(Func):
+    # Written as the index's expression, so that PostgreSQL recognises it.
+    template = f"(%(expressions)s::halfvec({DIMENSIONS}))"
+
+
+def nearest_order(vector: Sequence[float]) -> CosineDistance:
+    """The order of a heavy user's index: only an order, never a score, and the caller keeps
+    to the rows of `vector`'s model (queries/nearest.py)."""
+    return CosineDistance(_HalfPrecision("embedding"), HalfVector(list(vector)))

@@ -6,6 +6,8 @@ The score of a memory m for a query q (docs/retrieval.md explains and justifies 
 
 - cosine: of the 384-d MiniLM embeddings, computed exactly in PostgreSQL (pgvector `<=>`) over
   the user's own candidate rows; no approximate index can drop a row that passes the filter.
+  A heavy user (queries/nearest.py) has only their nearest candidates and those holding a query
+  word read, through their own indexes, and ranked the same way.
 - lexical: the inverse document frequencies of the query terms the memory holds, read from its
   keyed blind index (no plaintext in the database), divided by ln(1 + N) so it stays in [0, 1]
   whatever the number N of candidates; IDF is over the user's own candidates.
@@ -25,10 +27,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memoryhub.actors import Actor
@@ -37,10 +42,11 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import MemoryItem, decrypt_memory
-from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.models import Importance, Memory, MemoryKind, MemoryStatus, Mode, User
 from memoryhub.queries.as_of import check_as_of, items_as_of
 from memoryhub.queries.memories import is_memory_in_use
+from memoryhub.queries.nearest import nearest_candidates, nearest_rows, scan_settings
 from memoryhub.queries.query_dates import query_period
 from memoryhub.queries.query_form import is_speculative
 from memoryhub.queries.query_terms import query_names, query_terms
@@ -92,6 +98,8 @@ _LOADED = [f for f in Memory._meta.concrete_fields if f.attname not in UNREAD_CO
 _LOADED_FIELDS = [f.attname for f in _LOADED]
 _LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
 MAX_QUERY_CHARS = 4000
+# The blind-index column as the heavy path's SQL fragments name it.
+_TOKENS = f'"{Memory._meta.db_table}"."blind_tokens"'
 # The relevance floor of a search a person or an agent asks for (the dashboard and the API; the
 # benchmarks rank without one). A little under context assembly's 0.3: a search says what it
 # looks for. Below it, "no close match" is a better answer than the least bad memory.
@@ -132,10 +140,12 @@ def ranking_query(
     cues: QueryCues | None = None,
     recall_filter: RecallFilter = NO_FILTER,
     now: datetime | None = None,
+    nearest: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters that rank the candidates (run by `rank_memories`).
 
     `query_vector` embeds `cues.text` (the query itself without cues), made by `vector_model`.
+    With `nearest`, only that many candidates nearest to it are ranked (queries/nearest.py).
     """
     cues = cues or QueryCues(text=query)
     term_numbers: list[int] = []
@@ -149,21 +159,68 @@ def ranking_query(
             digests.append(digest)
     scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
     # The distance is computed as each candidate is read, so only a number is kept per row.
-    candidate_sql, candidate_params = (
-        scoped.annotate(distance=cosine_distance(query_vector, model=vector_model))
-        .values(
-            "id",
-            "distance",
-            "blind_tokens",
-            "kind",
-            "importance",
-            "created_at",
-            "last_accessed_at",
-            "session_id",
-            "occurred_at",
-        )
-        .query.sql_with_params()
+    read = scoped.annotate(distance=cosine_distance(query_vector, model=vector_model)).values(
+        "id",
+        "distance",
+        "blind_tokens",
+        "kind",
+        "importance",
+        "created_at",
+        "last_accessed_at",
+        "session_id",
+        "occurred_at",
     )
+    # The number of candidates the IDF is counted over: all of them, even when fewer are read.
+    size_sql, size_params = "SELECT count(*)::float8 AS n FROM candidates", ()
+    # How many candidates hold each term: counted among those read, unless heavy (below).
+    counts_cte, counts_params = "", ()
+    counts_sql = "SELECT term, count(*) AS n FROM matches GROUP BY term"
+    if nearest is None:
+        candidate_sql, candidate_params = read.query.sql_with_params()
+    else:
+        # A heavy user's (queries/nearest.py): the nearest candidates, and those that hold a
+        # rare query word (held by at most MEMORYHUB_NEAREST_WORD_CAP memories; 0: any word): a frequent
+        # word weighs little, and its memories still get its weight when among the nearest.
+        # The IDF stays exact: each term's memories and the total are counted over all of the
+        # user's active rows, in the blind-index GIN and the scope index (no vector is read).
+        # A confidence is only in the row: the few active rows of low confidence count too,
+        # which moves an IDF by a hair, not a ranking.
+        active = memories_of(user=user, mode=mode).filter(status=MemoryStatus.ACTIVE)
+        counted, size_params = active.values("id").order_by().query.sql_with_params()
+        size_sql = f"SELECT count(*)::float8 AS n FROM ({counted}) AS s"  # noqa: S608
+        # Only our own column and CTE names are written into these fragments; the cap is a
+        # parameter. `forms` and `held` are CTEs of the ranking SQL below.
+        holding, counts_params = (
+            active.filter(RawSQL(f"{_TOKENS} && forms.digests", (), BooleanField()))  # noqa: S611
+            .values("id")
+            .order_by()
+            .query.sql_with_params()
+        )
+        counts_cte = f"""
+        forms AS (SELECT term, array_agg(digest) AS digests FROM terms GROUP BY term),
+        held AS MATERIALIZED (
+            SELECT forms.term, forms.digests, (SELECT count(*) FROM ({holding}) AS h) AS n
+            FROM forms
+        ),"""  # noqa: S608
+        counts_sql = "SELECT term, n FROM held WHERE n > 0"
+        nearest_read = nearest_rows(read, vector=query_vector, model=vector_model, limit=nearest)
+        cap = settings.MEMORYHUB_NEAREST_WORD_CAP
+        if cap:
+            rare = (
+                f"{_TOKENS} && (SELECT coalesce(array_agg(d), '{{}}') "  # noqa: S608
+                "FROM held, unnest(held.digests) AS d WHERE held.n <= %s)"
+            )
+            rare_read = read.filter(RawSQL(rare, (cap,), BooleanField()))  # noqa: S611
+            # Those of a frequent word or a named speaker: the nearest of them, through the
+            # same index (a name in 5% of the memories still weighs 0.25 with the speaker's).
+            worded_read = read.filter(blind_tokens__overlap=[*digests, *cues.speakers])
+            nearest_worded = nearest_rows(
+                worded_read, vector=query_vector, model=vector_model, limit=nearest
+            )
+            worded = rare_read.union(nearest_worded)
+        else:
+            worded = read.filter(blind_tokens__overlap=[*digests, *cues.speakers])
+        candidate_sql, candidate_params = nearest_read.union(worded).query.sql_with_params()
     half_life_sql, half_life_params = _case(
         "c.kind", {kind: float(days) for kind, days in HALF_LIFE_DAYS.items()}, 90.0
     )
@@ -177,7 +234,7 @@ def ranking_query(
     # tables for every row) cost more than the cosine itself (docs/retrieval.md).
     sql = f"""
         WITH terms(term, digest) AS (SELECT * FROM unnest(%s::int[], %s::varchar[])),
-        boosts(term, boost) AS (SELECT * FROM unnest(%s::int[], %s::float8[])),
+        boosts(term, boost) AS (SELECT * FROM unnest(%s::int[], %s::float8[])),{counts_cte}
         candidates AS MATERIALIZED (
             SELECT c.* FROM ({candidate_sql}) AS c
         ),
@@ -192,12 +249,12 @@ def ranking_query(
         matches AS MATERIALIZED (
             SELECT DISTINCT hits.id, terms.term FROM hits JOIN terms ON terms.digest = hits.digest
         ),
-        size AS (SELECT count(*)::float8 AS n FROM candidates),
+        size AS ({size_sql}),
         weights AS MATERIALIZED (
             SELECT df.term,
                 boosts.boost * ln(1 + (size.n - df.n + 0.5) / (df.n + 0.5)) / ln(1 + size.n)
                 AS weight
-            FROM (SELECT term, count(*) AS n FROM matches GROUP BY term) AS df CROSS JOIN size
+            FROM ({counts_sql}) AS df CROSS JOIN size
             JOIN boosts ON boosts.term = df.term
         ),
         lexical AS MATERIALIZED (
@@ -263,9 +320,11 @@ def ranking_query(
         digests,
         list(range(len(boosts))),
         boosts,
+        *counts_params,
         *candidate_params,
         [*digests, *cues.speakers],
         list(cues.speakers),
+        *size_params,
         Importance.CRITICAL.value,
         now,
         *half_life_params,
@@ -299,6 +358,7 @@ def rank_memories(
     recall_filter: RecallFilter = NO_FILTER,
     now: datetime | None = None,
     using: str = DEFAULT_DB_ALIAS,
+    nearest: int | Literal["auto"] | None = "auto",
 ) -> list[RankedMemory]:
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
@@ -306,6 +366,8 @@ def rank_memories(
     and its model (`vector_model`); else they are read here and the text is embedded with
     `embedder`. Nothing is decrypted and
     nothing is audited here. `using` names the database to read (memoryhub/replicas.py chooses it).
+    `nearest`: rank only that many candidates nearest the query, None: every candidate, "auto":
+    the nearest for a heavy user (queries/nearest.py), every candidate for the others.
     """
     if cues is None or query_vector is None or vector_model is None:
         if embedder is None:
@@ -313,6 +375,8 @@ def rank_memories(
         cues = cues or read_cues(user=user, mode=mode, query=query, cipher=cipher, using=using)
         query_vector = embedder.embed_query(cues.text)
         vector_model = embedder.name
+    if nearest == "auto":
+        nearest = nearest_candidates(user=user, mode=mode, recall_filter=recall_filter, using=using)
     sql, params = ranking_query(
         user=user,
         mode=mode,
@@ -324,10 +388,18 @@ def rank_memories(
         cues=cues,
         recall_filter=recall_filter,
         now=now,
+        nearest=nearest,
     )
     with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        if nearest is None:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        else:
+            # The scan's settings last for this transaction only.
+            with transaction.atomic(using=using):
+                cursor.execute(*scan_settings(nearest))
+                cursor.execute(sql, params)
+                rows = cursor.fetchall()
     return [
         RankedMemory(
             row=Memory.from_db(using, _LOADED_FIELDS, row[4:]),

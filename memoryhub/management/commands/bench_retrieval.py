@@ -9,13 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
+from bench.growth import measure_growth
 from bench.load_report import code_version
 from bench.load_stack import base_database_url, database_url
 from bench.locomo import DEFAULT_DATA_PATH, load_locomo
+from bench.memoryhub_retriever import CachedEmbedder
 from bench.metrics import format_table
 from bench.retrieval import (
     RESULTS_DIR,
@@ -51,6 +54,17 @@ class Command(BaseCommand):
         parser.add_argument("--skip-locomo", action="store_true")
         parser.add_argument("--skip-scale", action="store_true")
         parser.add_argument(
+            "--skip-growth", action="store_true", help="no growth curve (1k, 10k, 100k memories)"
+        )
+        parser.add_argument(
+            "--growth-only",
+            action="store_true",
+            help="the growth curve alone (no LoCoMo recall, no latency or ingestion at 1k)",
+        )
+        parser.add_argument(
+            "--growth-queries", type=int, default=100, help="LoCoMo questions per growth user"
+        )
+        parser.add_argument(
             "--recall-only",
             action="store_true",
             help="LoCoMo: MemoryHub's recall alone (no baselines, no token economy)",
@@ -76,6 +90,8 @@ class Command(BaseCommand):
             raise CommandError(f"no LoCoMo file at {data}; pass --data")
         conversations = load_locomo(data)[: options["conversations"]]
         progress = not options["no_progress"]
+        if options["growth_only"]:
+            options.update(skip_locomo=True, skip_scale=True, skip_growth=False)
         embedder = default_embedder()
         runtime = settings.MEMORYHUB_EMBEDDING_RUNTIME
         threads: int | None = None
@@ -146,6 +162,21 @@ class Command(BaseCommand):
                     user=str(scale_user.user.pk),
                     mode=scale_user.mode.slug,
                     query=questions[0],
+                )
+            if not options["skip_growth"]:
+                populate_other_users(total=options["others"], progress=progress)
+                turns = [t.text for c in conversations for t in c.turns]
+                cached = CachedEmbedder(embedder, path=options["embedding_cache"])
+                vectors = np.asarray(cached.embed(turns), dtype=np.float32)
+                cached.save()
+                report["growth"] = measure_growth(
+                    texts=turns,
+                    vectors=vectors,
+                    queries=[q.question for c in conversations for q in c.questions][
+                        : options["growth_queries"]
+                    ],
+                    embedder=embedder,
+                    progress=progress,
                 )
             report["machine"]["load_average_after"] = machine()["load_average"]
             report["speed_probe"]["end"] = speed_probe()

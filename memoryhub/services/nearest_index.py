@@ -1,0 +1,84 @@
+"""Heavy users' vector indexes: one HNSW index per user, over that user's memories alone.
+
+A search of a user with `MEMORYHUB_NEAREST_FROM` active memories in a mode reads its nearest
+candidates through the user's index (queries/nearest.py). One index per heavy user, not one over
+the whole table: a filter on one user among many leaves an index over everyone's rows reading
+thousands of other users' rows for each of theirs, and every write of every user would pay for
+it (docs/retrieval.md, "Heavy users"). `manage.py index_heavy_users` runs this after writes
+have grown a user; until it has, their search is exact (and slow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.db import connection
+from django.db.models import Count
+
+from memoryhub.models import Memory, MemoryStatus
+from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, index_name
+
+
+@dataclass(frozen=True)
+class IndexChanges:
+    created: list[UUID]
+    dropped: list[UUID]
+
+
+def heavy_users(*, threshold: int) -> set[UUID]:
+    """Users with at least `threshold` active memories in one of their modes (a full scan)."""
+    rows = (
+        Memory.all_owners.filter(status=MemoryStatus.ACTIVE)
+        .values("user_id", "mode_id")
+        .order_by()
+        .annotate(n=Count("id"))
+        .filter(n__gte=threshold)
+        .values_list("user_id", flat=True)
+    )
+    return set(rows)
+
+
+def indexed_users() -> set[UUID]:
+    """The users who have their own vector index."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s",
+            [Memory._meta.db_table, INDEX_PREFIX + "%"],
+        )
+        return {UUID(name.removeprefix(INDEX_PREFIX)) for (name,) in cursor.fetchall()}
+
+
+def create_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
+    """Build the user's index; concurrently (outside a transaction), writes go on meanwhile."""
+    how = "CONCURRENTLY " if concurrently else ""
+    # Only a UUID's canonical text and our own names are formatted in.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX {how}IF NOT EXISTS {index_name(user_id)} "
+            f"ON {Memory._meta.db_table} USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) "
+            f"WHERE user_id = '{UUID(str(user_id))}'::uuid"
+        )
+
+
+def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
+    how = "CONCURRENTLY " if concurrently else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {how}IF EXISTS {index_name(user_id)}")
+
+
+def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChanges:
+    """Give every heavy user an index; drop those of users who left or shrank below half.
+
+    Half, not the threshold itself: a user hovering around it is not rebuilt again and again.
+    """
+    heavy = heavy_users(threshold=threshold)
+    kept = heavy_users(threshold=max(1, threshold // 2))
+    indexed = indexed_users()
+    created = sorted(heavy - indexed)
+    dropped = sorted(indexed - kept)
+    for user_id in created:
+        create_nearest_index(user_id=user_id, concurrently=concurrently)
+    for user_id in dropped:
+        drop_nearest_index(user_id=user_id, concurrently=concurrently)
+    return IndexChanges(created=created, dropped=dropped)
