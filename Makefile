@@ -81,4 +81,4 @@ bench-hostile: setup ## Worst inputs at the size limit on every route vs a concu
 	$(BIN)/python bench/hostile.py
 
 bench-peers: setup ## MemoryHub vs Mem0 2.2.1 (own venv under .data/peers) on LoCoMo, same run (bench/results/peers-*.json)
-	$(BIN)/python bench/peers/mem0.py
+	$(BIN)/python bench/peers/mem0.py $(PEERS_FLAGS)

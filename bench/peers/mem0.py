@@ -36,7 +36,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bench.load_report import code_version, machine, write_report
@@ -63,6 +63,7 @@ from bench.peers.report import (
 
 if TYPE_CHECKING:
     from bench.locomo import Conversation, Question, Turn
+    from bench.peers.memoryhub_side import MemoryHubSide
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO / "bench" / "results"
@@ -80,6 +81,30 @@ def alternate(number: int, first: Callable[[], None], second: Callable[[], None]
     """Run both, who goes first alternating with `number`: a change of load hits both alike."""
     for call in (first, second) if number % 2 == 0 else (second, first):
         call()
+
+
+def synthetic_users(users: int, per_user: int) -> list[Conversation]:
+    """`users` users holding `per_user` of the load benchmark's sentences each, and its
+    questions: users whose memories are alike, where an approximate index filtered after
+    its scan loses a user's rows among everyone's (LoCoMo's conversations each keep to their
+    own people and topics). No evidence: only recall against exact is scored on them."""
+    from bench.load_stack import memory_texts, queries
+    from bench.locomo import Conversation, Question, Turn
+
+    texts = memory_texts(users * per_user)
+    said = datetime(2024, 1, 1, tzinfo=UTC)
+    return [
+        Conversation(
+            id=f"synthetic{user}",
+            speakers=("", ""),
+            turns=tuple(
+                Turn(f"synthetic{user}", f"D1:{n}", 1, "", text, said)
+                for n, text in enumerate(texts[user * per_user : (user + 1) * per_user])
+            ),
+            questions=tuple(Question(f"synthetic{user}", q, 1, (), "") for q in queries()),
+        )
+        for user in range(users)
+    ]
 
 
 def progress(line: str) -> None:
@@ -103,96 +128,6 @@ def turn_key(conversation_id: str, dia_id: str) -> str:
     return f"{conversation_id}/{dia_id}"
 
 
-class MemoryHubSide:
-    """MemoryHub through its Python services, as its API and MCP adapters call them."""
-
-    def __init__(self) -> None:
-        from memoryhub.actors import Actor
-        from memoryhub.embeddings import default_embedder
-        from memoryhub.services.agents import get_or_create_workspace
-
-        self.embedder = default_embedder()
-        self.actor = Actor.system("bench")
-        self.workspace = get_or_create_workspace(slug="bench-peers")
-        self.scopes: dict[str, Any] = {}
-
-    def _scope(self, user: str) -> Any:
-        from memoryhub.services.users import create_user, ensure_mode
-
-        if user not in self.scopes:
-            owner = create_user(workspace=self.workspace, external_id=user)
-            self.scopes[user] = (owner, ensure_mode(user=owner, slug="personal"))
-        return self.scopes[user]
-
-    def add_one(self, *, user: str, turns: Sequence[Turn]) -> list[float]:
-        from memoryhub.services.memories import NewMemory, remember
-
-        owner, mode = self._scope(user)
-        seconds = []
-        for turn in turns:
-            item = NewMemory(kind="episode", content=turn.text, occurred_at=turn.occurred_at)
-            started = time.perf_counter()
-            remember(user=owner, mode=mode, item=item, actor=self.actor, embedder=self.embedder)
-            seconds.append(time.perf_counter() - started)
-        return seconds
-
-    def add_batch(self, *, user: str, turns: Sequence[Turn]) -> list[float]:
-        """Store the turns BATCH at a time, dated as said and kept in dialog order
-        (bench/memoryhub_retriever.py stores LoCoMo the same way)."""
-        from django.utils import timezone
-
-        from memoryhub.services.memories import NewMemory, remember_many
-
-        owner, mode = self._scope(user)
-        told_at = timezone.now()
-        seconds = []
-        for start in range(0, len(turns), BATCH):
-            items = [
-                NewMemory(
-                    kind="episode",
-                    content=turn.text,
-                    occurred_at=turn.occurred_at,
-                    created_at=told_at + timedelta(milliseconds=start + offset),
-                )
-                for offset, turn in enumerate(turns[start : start + BATCH])
-            ]
-            started = time.perf_counter()
-            remember_many(
-                user=owner, mode=mode, items=items, actor=self.actor, embedder=self.embedder
-            )
-            seconds.append(time.perf_counter() - started)
-        return seconds
-
-    def search(self, *, user: str, queries: Sequence[str], exact: bool) -> dict[str, Any]:
-        """Search each query; `exact` forbids index scans (MemoryHub has no ANN index: the
-        same answers are expected, and the recall against it checks that)."""
-        from django.db import connection
-
-        from memoryhub.queries.recall import search_memories
-
-        owner, mode = self._scope(user)
-        seconds, found = [], []
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET enable_indexscan = {'off' if exact else 'on'}")
-        try:
-            for query in queries:
-                started = time.perf_counter()
-                items = search_memories(
-                    user=owner,
-                    mode=mode,
-                    query=query,
-                    actor=self.actor,
-                    embedder=self.embedder,
-                    k=K,
-                )
-                seconds.append(time.perf_counter() - started)
-                found.append([item.content for item in items])
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET enable_indexscan")
-        return {"seconds": seconds, "found": found}
-
-
 def run(*, options: argparse.Namespace, python: Path) -> dict[str, Any]:
     """Create both databases, run the workload on both systems in turn, return the report."""
     from django.conf import settings
@@ -200,10 +135,19 @@ def run(*, options: argparse.Namespace, python: Path) -> dict[str, Any]:
 
     from bench.load_stack import base_database_url, database_url
     from bench.locomo import load_locomo
+    from bench.peers.memoryhub_side import MemoryHubSide
     from bench.retrieval import speed_probe
 
     data = options.data
-    conversations = load_locomo(data)[: options.conversations]
+    if options.synthetic:
+        conversations = synthetic_users(options.conversations, options.synthetic)
+        texts = (
+            "sentences written by the team (bench/load_stack.py), alike across users: "
+            f"{options.synthetic} per user"
+        )
+    else:
+        conversations = load_locomo(data)[: options.conversations]
+        texts = "LoCoMo (CC BY-NC 4.0), read in place: one memory per dialog turn"
     questions = pick_questions(conversations, options.queries)
     admin_url = base_database_url()
     mem0_url = database_url(admin_url, MEM0_DATABASE)
@@ -211,8 +155,8 @@ def run(*, options: argparse.Namespace, python: Path) -> dict[str, Any]:
         "machine": machine(),
         "code": code_version(REPO),
         "workload": {
-            "data": str(data),
-            "texts": "LoCoMo (CC BY-NC 4.0), read in place: one memory per dialog turn",
+            "data": "" if options.synthetic else str(data),
+            "texts": texts,
             "conversations": len(conversations),
             "copies": options.copies,
             "users": len(conversations) * options.copies,
@@ -293,7 +237,9 @@ def measure(
             texts = [turn.text for turn in turns]
 
             def hub(user: str = user, turns: Sequence[Turn] = turns) -> None:
-                batch_seconds["memoryhub"] += memoryhub.add_batch(user=user, turns=turns)
+                batch_seconds["memoryhub"] += memoryhub.add_batch(
+                    user=user, turns=turns, batch=BATCH
+                )
 
             def peer(user: str = user, texts: list[str] = texts) -> None:
                 answer = mem0.call("add_batch", user=user, texts=texts, batch=BATCH)
@@ -377,7 +323,7 @@ def search_both(
     warm_up = [q.question for q in questions[:WARM_UP_QUERIES]]
     if warm_up:  # Caches, the model and the pools, on both sides, untimed.
         first = user_of[questions[0].conversation_id]
-        memoryhub.search(user=first, queries=warm_up, exact=False)
+        memoryhub.search(user=first, queries=warm_up, k=K, exact=False)
         mem0.call("search", user=first, queries=warm_up, k=K)
     found: dict[str, dict[str, dict[str, Any]]] = {
         name: {mode: {"seconds": [], "found": []} for mode in ("default", "exact")}
@@ -392,7 +338,7 @@ def search_both(
             user = user_of[conversation_id]
 
             def hub(user: str = user, queries: list[str] = queries, mode: str = mode) -> None:
-                answer = memoryhub.search(user=user, queries=queries, exact=mode == "exact")
+                answer = memoryhub.search(user=user, queries=queries, k=K, exact=mode == "exact")
                 found["memoryhub"][mode]["seconds"] += answer["seconds"]
                 found["memoryhub"][mode]["found"] += answer["found"]
 
@@ -419,6 +365,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="torch threads of Mem0's embedder (0: torch's default, one per core)",
     )
+    parser.add_argument(
+        "--synthetic",
+        type=int,
+        metavar="N",
+        help="instead of LoCoMo: --conversations users of N alike sentences each",
+    )
     parser.add_argument("--venv", type=Path, default=VENV, help="Mem0's virtualenv")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     parser.add_argument("--keep-db", action="store_true", help="keep both bench databases")
@@ -431,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.locomo import DEFAULT_DATA_PATH
 
     options.data = options.data or DEFAULT_DATA_PATH
-    if not options.data.is_file():
+    if not options.synthetic and not options.data.is_file():
         parser.error(f"no LoCoMo file at {options.data}; pass --data")
     python = ensure_venv(options.venv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryhub.settings")
