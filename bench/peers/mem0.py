@@ -49,6 +49,7 @@ from bench.peers.mem0_stack import (
     ensure_venv,
     peak_rss_mb,
     recreate_database,
+    search_plan_indexes,
     server_versions,
     vector_indexes,
 )
@@ -333,6 +334,10 @@ def search_both(
     for mode in ("default", "exact"):
         if mode == "exact":
             indexes = {name: vector_indexes(url) for name, url in urls.items()}
+            first_user = user_of[questions[0].conversation_id] if questions else ""
+            indexes["mem0_search_plan"] = search_plan_indexes(
+                urls["mem0"], collection=MEM0_COLLECTION, user=first_user
+            )
             mem0.call("drop_vector_index")
         for number, (conversation_id, queries) in enumerate(groups.items()):
             user = user_of[conversation_id]

@@ -143,6 +143,27 @@ def vector_indexes(url: str) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
+def search_plan_indexes(url: str, *, collection: str, user: str) -> list[str]:
+    """The indexes PostgreSQL's plan for Mem0's vector search of one user reads (its query as
+    mem0/vector_stores/pgvector.py writes it): an HNSW index here means the user filter is
+    applied to the index's candidates, after its scan."""
+    vector = "[" + ",".join(["0.05"] * 384) + "]"
+    query = sql.SQL(
+        "EXPLAIN (FORMAT JSON) SELECT id, vector <=> %s::vector AS distance, payload FROM {} "
+        "WHERE payload->>'user_id' = %s ORDER BY distance LIMIT 60"
+    ).format(sql.Identifier(collection))
+    with psycopg.connect(url) as connection:
+        row = connection.execute(query, (vector, user)).fetchone()
+    return sorted(_index_names(row[0][0]["Plan"])) if row else []
+
+
+def _index_names(node: dict[str, Any]) -> set[str]:
+    names = {node["Index Name"]} if "Index Name" in node else set()
+    for child in node.get("Plans", []):
+        names |= _index_names(child)
+    return names
+
+
 def server_versions(url: str) -> dict[str, str]:
     with psycopg.connect(url) as connection:
         postgres = connection.execute("SHOW server_version").fetchone()
