@@ -10,7 +10,7 @@ DEBUG ?= true
 export DEBUG
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run serve test lint lint-docker fmt typecheck pytest bench bench-load bench-hostile browser-deps clients-schema
+.PHONY: help setup run serve test lint lint-docker fmt typecheck pytest bench bench-load bench-hostile bench-peers browser-deps clients-schema
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -79,3 +79,6 @@ bench-load: setup ## Load benchmark: 1, 8, 32 agents x 1, 2 web workers (bench/r
 
 bench-hostile: setup ## Worst inputs at the size limit on every route vs a concurrent search (bench/results/hostile-*.json)
 	$(BIN)/python bench/hostile.py
+
+bench-peers: setup ## MemoryHub vs Mem0 2.2.1 (own venv under .data/peers) on LoCoMo, same run (bench/results/peers-*.json)
+	$(BIN)/python bench/peers/mem0.py $(PEERS_FLAGS)
