@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists
 from django.http import HttpRequest
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -195,21 +195,29 @@ def _find_user(workspace_id: int, user_ref: str) -> User:
 def _find_agent_scope(
     agent: Agent, user_ref: str, mode_slug: str
 ) -> tuple[User, Mode, bool] | None:
-    """The user, their existing mode and whether they blocked the agent, in one statement
-    (every agent request asks: three statements before); None sends the caller to the long way.
+    """The user, their existing mode and whether they blocked the agent (every agent request
+    asks: three statements before, one or two now); None sends the caller to the long way.
 
     It answers only where `_find_user` would name the same user: by UUID when the reference
-    is one, else by external id. A UUID that names nobody may still be an external id, and a
-    mode not made yet is made on demand: both go the long way.
+    is one, else by external id (looked up first, so that the mode and the block are read by
+    their shard key, `user_id`: docs/scaling.md). A UUID that names nobody may still be an
+    external id, and a mode not made yet is made on demand: both go the long way.
     """
-    modes = Mode.objects.select_related("user__workspace").filter(
-        user__workspace_id=agent.workspace_id, slug=mode_slug
-    )
     try:
-        modes = modes.filter(user_id=uuid.UUID(user_ref))
+        user_id = uuid.UUID(user_ref)
     except ValueError:
-        modes = modes.filter(user__external_id=user_ref)
-    blocked = AgentBlock.objects.filter(user_id=OuterRef("user_id"), agent=agent)
+        found = (
+            User.objects.filter(workspace_id=agent.workspace_id, external_id=user_ref)
+            .values_list("id", flat=True)
+            .first()
+        )
+        if found is None:
+            return None
+        user_id = found
+    modes = Mode.objects.select_related("user__workspace").filter(
+        user_id=user_id, user__workspace_id=agent.workspace_id, slug=mode_slug
+    )
+    blocked = AgentBlock.objects.filter(user_id=user_id, agent=agent)
     mode = modes.annotate(agent_blocked=Exists(blocked)).first()
     if mode is None:
         return None

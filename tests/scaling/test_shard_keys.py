@@ -114,9 +114,13 @@ def _filters_by(sql: str, table: str, column: str) -> bool:
     if sql.upper().startswith("INSERT"):
         head = sql.split(")", 1)[0]
         return f'"{column}"' in head or f" {column}," in head or f"({column}," in head
+    # Django names a table of a subquery by an alias: EXISTS(… FROM "memoryhub_agentblock" U0
+    # WHERE U0."user_id" = …).
+    aliases = re.findall(rf'"{table}"\s+(U\d+)\b', sql)
     return bool(
         re.search(rf'"{table}"\."{column}"\s*(?:=|IN\b)', sql)
         or re.search(rf"\b{column}\s*(?:=|IN\b)", sql)
+        or any(re.search(rf'\b{alias}\."{column}"\s*(?:=|IN\b)', sql) for alias in aliases)
     )
 
 
