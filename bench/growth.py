@@ -61,7 +61,8 @@ def noisy_copies(
     """`count` unit vectors: the base rows in turn, each moved by Gaussian noise per component."""
     rows = base[np.arange(count) % len(base)]
     moved = rows + rng.normal(0.0, noise, size=rows.shape).astype(np.float32)
-    return (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (moved / np.linalg.norm(moved, axis=1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def recall_at(exact: Sequence[Any], found: Sequence[Any], k: int = 10) -> float:
@@ -221,10 +222,30 @@ def measure_user(
     for query in queries[:5]:  # Warm the caches and the model.
         search_memories(user=user, mode=mode, query=query, actor=actor, embedder=embedder)
     for query in tqdm(queries, desc=f"growth {user.external_id}", disable=not progress):
-        scope = {"user": user, "mode": mode, "actor": actor, "embedder": embedder}
-        times["search"].append(_timed(partial(search_memories, query=query, **scope)))
+        times["search"].append(
+            _timed(
+                partial(
+                    search_memories,
+                    user=user,
+                    mode=mode,
+                    actor=actor,
+                    embedder=embedder,
+                    query=query,
+                )
+            )
+        )
         times["context"].append(
-            _timed(partial(assemble_context, message=query, agent=None, **scope))
+            _timed(
+                partial(
+                    assemble_context,
+                    user=user,
+                    mode=mode,
+                    actor=actor,
+                    embedder=embedder,
+                    message=query,
+                    agent=None,
+                )
+            )
         )
         cues = read_cues(user=user, mode=mode, query=query, cipher=cipher)
         rank = partial(
