@@ -89,8 +89,10 @@ MAX_K = 100
 # 1.5 kB to parse).
 UNREAD_COLUMNS = ("embedding", "blind_tokens")
 _LOADED = [f for f in Memory._meta.concrete_fields if f.attname not in UNREAD_COLUMNS]
-_LOADED_FIELDS = [f.attname for f in _LOADED]
-_LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
+# The loaded columns, as `Memory.from_db` takes them and as SQL over `m` (the memory table) reads
+# them: for the hand-written statements that build rows (here and queries/context_layers.py).
+LOADED_FIELDS = [f.attname for f in _LOADED]
+LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
 MAX_QUERY_CHARS = 4000
 # The relevance floor of a search a person or an agent asks for (the dashboard and the API; the
 # benchmarks rank without one). A little under context assembly's 0.3: a search says what it
@@ -252,7 +254,7 @@ def ranking_query(
             ORDER BY score DESC, id
             LIMIT %s
         )
-        SELECT top.score, top.cosine, top.lexical, top.freshness, {_LOADED_SQL}
+        SELECT top.score, top.cosine, top.lexical, top.freshness, {LOADED_SQL}
         FROM top JOIN {Memory._meta.db_table} AS m ON m.id = top.id
         ORDER BY top.score DESC, top.id
     """  # noqa: S608  # Only our own SQL fragments are formatted in; every value is a parameter.
@@ -330,7 +332,7 @@ def rank_memories(
         rows = cursor.fetchall()
     return [
         RankedMemory(
-            row=Memory.from_db(using, _LOADED_FIELDS, row[4:]),
+            row=Memory.from_db(using, LOADED_FIELDS, row[4:]),
             score=float(row[0]),
             cosine=float(row[1]),
             lexical=float(row[2]),
