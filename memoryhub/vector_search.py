@@ -11,8 +11,10 @@ and recall can still find them by their words.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db.models import Case, FloatField, Value, When
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from memoryhub.embeddings import distance_scale
@@ -34,3 +36,15 @@ def cosine_distance(vector: Sequence[float], *, model: str, field: str = "embedd
         default=Value(UNRELATED),
         output_field=FloatField(),
     )
+
+
+def cosine_distance_sql(
+    vector: Sequence[float], *, model: str, column: str
+) -> tuple[str, list[Any]]:
+    """`cosine_distance` for hand-written SQL: the expression over `column` and its parameters.
+
+    `column` is our own SQL (a qualified column name, "m.embedding"); its model is read from
+    the column of the same name with "_model" after it.
+    """
+    sql = f"CASE WHEN {column}_model = %s THEN ({column} <=> %s::vector) * %s ELSE %s END"
+    return sql, [model, Vector(list(vector)).to_text(), distance_scale(model), UNRELATED]

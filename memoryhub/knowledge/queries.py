@@ -15,17 +15,16 @@ from uuid import UUID
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count
-from pgvector import Vector
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
-from memoryhub.embeddings import Embedder, distance_scale
+from memoryhub.embeddings import Embedder
 from memoryhub.errors import NotFoundError
 from memoryhub.keyring import cipher_for
 from memoryhub.memory_rows import memories_of, open_payload
 from memoryhub.models import AnswerRecord, KnowledgeChunk, KnowledgeDocument, User, Workspace
-from memoryhub.vector_search import UNRELATED
+from memoryhub.vector_search import cosine_distance_sql
 
 # Slots whose value is a name of the user (see memoryhub/extraction: "name" is the usual one).
 NAME_SLOTS = ("name", "first_name", "last_name", "full_name")
@@ -117,25 +116,21 @@ def search_knowledge(
         vector_model = embedder.name
     # Hand-written SQL: the ORM's compile of this one statement cost more Python than the rest
     # of the search, and read every chunk's vector and document row back for a title (issue 34).
-    # The distance is vector_search.cosine_distance's: another model's vector is UNRELATED.
-    scale = distance_scale(vector_model)
+    distance_sql, distance_params = cosine_distance_sql(
+        vector, model=vector_model, column="c.embedding"
+    )
     sql = f"""
         SELECT c.id, c.document_id, d.title, c.text, c.distance FROM (
-            SELECT c.id, c.document_id, c.text,
-                CASE WHEN c.embedding_model = %s THEN (c.embedding <=> %s::vector) * %s
-                    ELSE %s END AS distance
+            SELECT c.id, c.document_id, c.text, {distance_sql} AS distance
             FROM {KnowledgeChunk._meta.db_table} AS c
             WHERE c.workspace_id = %s
         ) AS c JOIN {KnowledgeDocument._meta.db_table} AS d ON d.id = c.document_id
         WHERE d.is_published AND c.distance <= %s
         ORDER BY c.distance, c.id
         LIMIT %s
-    """  # noqa: S608  # Only table names are formatted in; every value is a parameter.
+    """  # noqa: S608  # Only our own SQL is formatted in; every value is a parameter.
     params: list[Any] = [
-        vector_model,
-        Vector(list(vector)).to_text(),
-        scale,
-        UNRELATED,
+        *distance_params,
         workspace.pk,
         1.0 - min_score,
         min(k, MAX_KNOWLEDGE_K),

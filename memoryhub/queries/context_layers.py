@@ -22,7 +22,7 @@ from memoryhub.actors import Actor
 from memoryhub.graph.queries import graph_insights, insight_lines
 from memoryhub.keyring import UserCipher
 from memoryhub.knowledge.queries import search_knowledge
-from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of, recallable_sql
 from memoryhub.message_rows import open_message
 from memoryhub.models import (
     Confidence,
@@ -37,7 +37,6 @@ from memoryhub.models import (
     User,
     Workspace,
 )
-from memoryhub.models.memories import RECALLABLE_CONFIDENCES
 from memoryhub.queries.as_of import items_as_of, known_at
 from memoryhub.queries.recall import LOADED_FIELDS, LOADED_SQL, UNREAD_COLUMNS
 from memoryhub.sealed_tables import SESSION_TABLE, WORKING_MEMORY_FIELD
@@ -62,11 +61,6 @@ _IMPORTANCE_RANK_PARAMS = (
     Importance.CRITICAL.value,
     Importance.HIGH.value,
     Importance.NORMAL.value,
-)
-# The recallable memories of one user in one mode: memories_of(user, mode).recallable().
-_RECALLABLE_SQL = (
-    f"SELECT {LOADED_SQL} FROM {Memory._meta.db_table} AS m"  # noqa: S608  # Our own names only.
-    " WHERE m.user_id = %s AND m.mode_id = %s AND m.status = %s AND m.confidence = ANY(%s)"
 )
 _QUESTION_WORDS = frozenset(
     str.split(
@@ -122,14 +116,13 @@ def _recallable_rows(
 
     The layers read now (no `as_of`) through this hand-written statement: the ORM's compile of
     each layer's query cost about as much Python as the rest of the layer (issue 34). Like
-    `memories_of`, it is scoped by owner and mode first; `order` may hold parameters after
-    those of `condition`, in `params`.
+    `memories_of`, it is scoped by owner and mode first (`recallable_sql`); `order` may hold
+    parameters after those of `condition`, in `params`.
     """
-    # Security invariant: the owner and mode scope comes first, as in memories_of.
-    sql = f"{_RECALLABLE_SQL} AND {condition} ORDER BY {order} LIMIT %s"
-    recallable: list[Any] = [MemoryStatus.ACTIVE.value, [c.value for c in RECALLABLE_CONFIDENCES]]
+    scope_sql, scope_params = recallable_sql(user=user, mode=mode)
+    sql = f"SELECT {LOADED_SQL} {scope_sql} AND {condition} ORDER BY {order} LIMIT %s"
     with connections[using].cursor() as cursor:
-        cursor.execute(sql, [user.pk, mode.pk, *recallable, *params, limit])
+        cursor.execute(sql, [*scope_params, *params, limit])
         return [Memory.from_db(using, LOADED_FIELDS, row) for row in cursor.fetchall()]
 
 

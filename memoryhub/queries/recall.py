@@ -37,7 +37,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import MemoryItem, decrypt_memory
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, recallable_sql
 from memoryhub.models import Importance, Memory, MemoryKind, Mode, User
 from memoryhub.queries.as_of import check_as_of, items_as_of
 from memoryhub.queries.memories import is_memory_in_use
@@ -49,7 +49,7 @@ from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
 from memoryhub.services.access import record_memory_access
 from memoryhub.telemetry import traced
-from memoryhub.vector_search import cosine_distance
+from memoryhub.vector_search import cosine_distance, cosine_distance_sql
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.25
@@ -122,6 +122,55 @@ def _case(column: str, values: dict[str, float], default: float) -> tuple[str, l
     return f"CASE {column} {whens} ELSE %s END", [*params, default]
 
 
+# What the ranking reads of each candidate, besides its distance to the query.
+_CANDIDATE_COLUMNS = (
+    "id",
+    "blind_tokens",
+    "kind",
+    "importance",
+    "created_at",
+    "last_accessed_at",
+    "session_id",
+    "occurred_at",
+)
+
+
+def _candidate_query(
+    *,
+    user: User,
+    mode: Mode,
+    cipher: UserCipher,
+    recall_filter: RecallFilter,
+    query_vector: Sequence[float],
+    vector_model: str,
+) -> tuple[str, list[Any]]:
+    """The candidates' SQL: their distance to the query and the columns the ranking reads.
+
+    The distance is computed as each candidate is read, so only a number is kept per row.
+    Without narrowing but excluded ids (every search and context request), hand-written SQL:
+    the ORM's compile of it cost more Python than the rest of the ranking (issue 34).
+    """
+    if recall_filter == RecallFilter(exclude_ids=recall_filter.exclude_ids):
+        distance_sql, distance_params = cosine_distance_sql(
+            query_vector, model=vector_model, column="m.embedding"
+        )
+        scope_sql, scope_params = recallable_sql(user=user, mode=mode)
+        columns = ", ".join(f"m.{column}" for column in _CANDIDATE_COLUMNS)
+        sql = f"SELECT {columns}, {distance_sql} AS distance {scope_sql}"
+        params = [*distance_params, *scope_params]
+        if recall_filter.exclude_ids:
+            sql += " AND NOT (m.id = ANY(%s::uuid[]))"
+            params.append(list(recall_filter.exclude_ids))
+        return sql, params
+    scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
+    sql, orm_params = (
+        scoped.annotate(distance=cosine_distance(query_vector, model=vector_model))
+        .values("distance", *_CANDIDATE_COLUMNS)
+        .query.sql_with_params()
+    )
+    return sql, list(orm_params)
+
+
 def ranking_query(
     *,
     user: User,
@@ -149,22 +198,13 @@ def ranking_query(
         for digest in cipher.blind_tokens(" ".join(forms)):
             term_numbers.append(number)
             digests.append(digest)
-    scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
-    # The distance is computed as each candidate is read, so only a number is kept per row.
-    candidate_sql, candidate_params = (
-        scoped.annotate(distance=cosine_distance(query_vector, model=vector_model))
-        .values(
-            "id",
-            "distance",
-            "blind_tokens",
-            "kind",
-            "importance",
-            "created_at",
-            "last_accessed_at",
-            "session_id",
-            "occurred_at",
-        )
-        .query.sql_with_params()
+    candidate_sql, candidate_params = _candidate_query(
+        user=user,
+        mode=mode,
+        cipher=cipher,
+        recall_filter=recall_filter,
+        query_vector=query_vector,
+        vector_model=vector_model,
     )
     half_life_sql, half_life_params = _case(
         "c.kind", {kind: float(days) for kind, days in HALF_LIFE_DAYS.items()}, 90.0
