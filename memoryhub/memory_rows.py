@@ -20,7 +20,8 @@ from django.core.exceptions import ValidationError
 from memoryhub.errors import NotFoundError
 from memoryhub.injection import looks_like_instructions
 from memoryhub.keyring import UserCipher
-from memoryhub.models import Memory, MemoryQuerySet, MemoryVersion, Mode, User
+from memoryhub.models import Memory, MemoryQuerySet, MemoryStatus, MemoryVersion, Mode, User
+from memoryhub.models.memories import RECALLABLE_CONFIDENCES
 from memoryhub.personal_data import tag_personal_data
 from memoryhub.sealed_tables import MEMORY_TABLE, VERSION_TABLE
 
@@ -58,6 +59,21 @@ def memories_of(*, user: User, mode: Mode | None) -> MemoryQuerySet:
     """The scoped queryset every other read starts from (rows only; nothing is decrypted)."""
     # Security invariant: every memory read starts here, scoped by owner (and mode unless None).
     return Memory.objects.for_owner(user=user, mode=mode)
+
+
+def recallable_sql(*, user: User, mode: Mode) -> tuple[str, list[Any]]:
+    """`memories_of(user, mode).recallable()` for hand-written SQL: a FROM and WHERE over `m`.
+
+    The hot fixed-shape reads (recall's candidates, context layers, speaker cues) send their
+    own statements: the ORM's compile cost more Python than the rest of such a read (issue 34).
+    """
+    # Security invariant: as in memories_of, the owner and mode scope comes first.
+    sql = (
+        f"FROM {Memory._meta.db_table} AS m"  # Our own table name only.
+        " WHERE m.user_id = %s AND m.mode_id = %s AND m.status = %s AND m.confidence = ANY(%s)"
+    )
+    confidences = [confidence.value for confidence in RECALLABLE_CONFIDENCES]
+    return sql, [user.pk, mode.pk, MemoryStatus.ACTIVE.value, confidences]
 
 
 def get_memory_row(*, user: User, mode: Mode, memory_id: UUID | str) -> Memory:

@@ -11,10 +11,11 @@ and recall can still find them by their words.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from uuid import UUID
 
 from django.db.models import Case, FloatField, Func, Value, When
-from pgvector import HalfVector
+from pgvector import HalfVector, Vector
 from pgvector.django import CosineDistance
 
 from memoryhub.embeddings import DIMENSIONS, distance_scale
@@ -60,3 +61,15 @@ def nearest_order(vector: Sequence[float]) -> CosineDistance:
     """The order of a heavy user's index: only an order, never a score, and the caller keeps
     to the rows of `vector`'s model (queries/nearest.py)."""
     return CosineDistance(_HalfPrecision("embedding"), HalfVector(list(vector)))
+
+
+def cosine_distance_sql(
+    vector: Sequence[float], *, model: str, column: str
+) -> tuple[str, list[Any]]:
+    """`cosine_distance` for hand-written SQL: the expression over `column` and its parameters.
+
+    `column` is our own SQL (a qualified column name, "m.embedding"); its model is read from
+    the column of the same name with "_model" after it.
+    """
+    sql = f"CASE WHEN {column}_model = %s THEN ({column} <=> %s::vector) * %s ELSE %s END"
+    return sql, [model, Vector(list(vector)).to_text(), distance_scale(model), UNRELATED]

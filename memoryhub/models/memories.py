@@ -59,15 +59,17 @@ class Importance(models.TextChoices):
     CRITICAL = "critical"
 
 
+# The confidences a recallable memory has (MemoryQuerySet.recallable and the SQL that mirrors it).
+RECALLABLE_CONFIDENCES = (Confidence.MEDIUM, Confidence.HIGH)
+
+
 class MemoryQuerySet(models.QuerySet["Memory"]):
     def active(self) -> MemoryQuerySet:
         return self.filter(status=MemoryStatus.ACTIVE)
 
     def recallable(self) -> MemoryQuerySet:
         """Active memories of medium or high confidence: the only ones ever injected."""
-        return self.filter(
-            status=MemoryStatus.ACTIVE, confidence__in=[Confidence.MEDIUM, Confidence.HIGH]
-        )
+        return self.filter(status=MemoryStatus.ACTIVE, confidence__in=RECALLABLE_CONFIDENCES)
 
     def of_kind(self, *kinds: str) -> MemoryQuerySet:
         return self.filter(kind__in=kinds)

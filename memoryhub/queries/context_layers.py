@@ -11,9 +11,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
-from django.db import DEFAULT_DB_ALIAS
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Case, IntegerField, Value, When
 
 from memoryhub import text_patterns
@@ -21,7 +22,7 @@ from memoryhub.actors import Actor
 from memoryhub.graph.queries import graph_insights, insight_lines
 from memoryhub.keyring import UserCipher
 from memoryhub.knowledge.queries import search_knowledge
-from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of, recallable_sql
 from memoryhub.message_rows import open_message
 from memoryhub.models import (
     Confidence,
@@ -37,7 +38,7 @@ from memoryhub.models import (
     Workspace,
 )
 from memoryhub.queries.as_of import items_as_of, known_at
-from memoryhub.queries.recall import UNREAD_COLUMNS
+from memoryhub.queries.recall import LOADED_FIELDS, LOADED_SQL, UNREAD_COLUMNS
 from memoryhub.sealed_tables import SESSION_TABLE, WORKING_MEMORY_FIELD
 from memoryhub.vector_search import cosine_distance
 
@@ -53,6 +54,13 @@ _IMPORTANCE_RANK = Case(
     When(importance=Importance.NORMAL, then=Value(2)),
     default=Value(3),
     output_field=IntegerField(),
+)
+# _IMPORTANCE_RANK in SQL, for the hand-written statements below.
+_IMPORTANCE_RANK_SQL = "CASE m.importance WHEN %s THEN 0 WHEN %s THEN 1 WHEN %s THEN 2 ELSE 3 END"
+_IMPORTANCE_RANK_PARAMS = (
+    Importance.CRITICAL.value,
+    Importance.HIGH.value,
+    Importance.NORMAL.value,
 )
 _QUESTION_WORDS = frozenset(
     str.split(
@@ -94,6 +102,30 @@ def _recallable(queryset: MemoryQuerySet, as_of: datetime | None) -> MemoryQuery
     )
 
 
+def _recallable_rows(
+    *,
+    user: User,
+    mode: Mode,
+    using: str,
+    condition: str,
+    params: Sequence[Any],
+    order: str,
+    limit: int,
+) -> list[Memory]:
+    """The user's recallable memories in the mode that meet `condition` (SQL over `m`), ordered.
+
+    The layers read now (no `as_of`) through this hand-written statement: the ORM's compile of
+    each layer's query cost about as much Python as the rest of the layer (issue 34). Like
+    `memories_of`, it is scoped by owner and mode first (`recallable_sql`); `order` may hold
+    parameters after those of `condition`, in `params`.
+    """
+    scope_sql, scope_params = recallable_sql(user=user, mode=mode)
+    sql = f"SELECT {LOADED_SQL} {scope_sql} AND {condition} ORDER BY {order} LIMIT %s"
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, [*scope_params, *params, limit])
+        return [Memory.from_db(using, LOADED_FIELDS, row) for row in cursor.fetchall()]
+
+
 def _open(
     rows: Iterable[Memory], cipher: UserCipher, as_of: datetime | None, using: str
 ) -> list[MemoryItem]:
@@ -118,6 +150,22 @@ def profile_items(
     what must never be forgotten (an allergy, a hard constraint). The rest arrives through the
     relevant-memories layer when the message calls for it.
     """
+    if as_of is None:
+        critical = "" if is_session_start else " AND m.importance = %s"
+        rows: Iterable[Memory] = _recallable_rows(
+            user=user,
+            mode=mode,
+            using=using,
+            condition=f"m.kind = ANY(%s){critical}",
+            params=[
+                [str(kind) for kind in PROFILE_KINDS],
+                *([] if is_session_start else [Importance.CRITICAL.value]),
+                *_IMPORTANCE_RANK_PARAMS,
+            ],
+            order=f"{_IMPORTANCE_RANK_SQL}, m.created_at DESC, m.id DESC",
+            limit=PROFILE_LIMIT,
+        )
+        return _open(rows, cipher, as_of, using)
     queryset = (
         memories_of(user=user, mode=mode)
         .using(using)
@@ -143,6 +191,27 @@ def recent_summaries(
     as_of: datetime | None = None,
 ) -> list[MemoryItem]:
     """The summaries of the last few sessions (never this one's, never a thread compaction)."""
+    if as_of is None:
+        # A NULL session or key is neither this session's nor a compaction's (as the ORM's
+        # exclude reads it).
+        this_session = "" if session is None else " AND m.session_id IS DISTINCT FROM %s"
+        rows: Iterable[Memory] = _recallable_rows(
+            user=user,
+            mode=mode,
+            using=using,
+            condition=(
+                "m.kind = %s AND (m.idempotency_key IS NULL OR m.idempotency_key NOT LIKE %s)"
+                f"{this_session}"
+            ),
+            params=[
+                MemoryKind.SESSION_SUMMARY.value,
+                f"{COMPACTION_KEY_PREFIX}%",
+                *([] if session is None else [session.pk]),
+            ],
+            order="m.created_at DESC, m.id DESC",
+            limit=RECENT_SUMMARIES,
+        )
+        return _open(rows, cipher, as_of, using)
     queryset = _recallable(
         memories_of(user=user, mode=mode)
         .using(using)
@@ -166,6 +235,17 @@ def open_items(
     as_of: datetime | None = None,
 ) -> list[MemoryItem]:
     """What is still open for the user in the mode, most important first."""
+    if as_of is None:
+        rows: Iterable[Memory] = _recallable_rows(
+            user=user,
+            mode=mode,
+            using=using,
+            condition="m.kind = %s",
+            params=[MemoryKind.OPEN_ITEM.value, *_IMPORTANCE_RANK_PARAMS],
+            order=f"{_IMPORTANCE_RANK_SQL}, m.created_at DESC, m.id DESC",
+            limit=OPEN_ITEMS_LIMIT,
+        )
+        return _open(rows, cipher, as_of, using)
     queryset = memories_of(user=user, mode=mode).using(using).defer(*UNREAD_COLUMNS)
     rows = (
         _recallable(queryset, as_of)

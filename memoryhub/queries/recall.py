@@ -42,7 +42,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
-from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of
+from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of, recallable_sql
 from memoryhub.models import Importance, Memory, MemoryKind, MemoryStatus, Mode, User
 from memoryhub.queries.as_of import check_as_of, items_as_of
 from memoryhub.queries.memories import is_memory_in_use
@@ -55,7 +55,7 @@ from memoryhub.queries.speaker_cues import QueryCues, read_cues
 from memoryhub.replicas import read_for_user
 from memoryhub.services.access import record_memory_access
 from memoryhub.telemetry import traced
-from memoryhub.vector_search import cosine_distance
+from memoryhub.vector_search import cosine_distance, cosine_distance_sql
 
 # Tuned on LoCoMo (bench_retrieval): Recall@10 is flat for weights 0.3 to 0.5.
 LEXICAL_WEIGHT = 0.25
@@ -95,8 +95,10 @@ MAX_K = 100
 # 1.5 kB to parse).
 UNREAD_COLUMNS = ("embedding", "blind_tokens")
 _LOADED = [f for f in Memory._meta.concrete_fields if f.attname not in UNREAD_COLUMNS]
-_LOADED_FIELDS = [f.attname for f in _LOADED]
-_LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
+# The loaded columns, as `Memory.from_db` takes them and as SQL over `m` (the memory table) reads
+# them: for the hand-written statements that build rows (here and queries/context_layers.py).
+LOADED_FIELDS = [f.attname for f in _LOADED]
+LOADED_SQL = ", ".join(f'm."{f.column}"' for f in _LOADED)
 MAX_QUERY_CHARS = 4000
 # The blind-index column as the heavy path's SQL fragments name it.
 _TOKENS = f'"{Memory._meta.db_table}"."blind_tokens"'
@@ -128,6 +130,55 @@ def _case(column: str, values: dict[str, float], default: float) -> tuple[str, l
     return f"CASE {column} {whens} ELSE %s END", [*params, default]
 
 
+# What the ranking reads of each candidate, besides its distance to the query.
+_CANDIDATE_COLUMNS = (
+    "id",
+    "blind_tokens",
+    "kind",
+    "importance",
+    "created_at",
+    "last_accessed_at",
+    "session_id",
+    "occurred_at",
+)
+
+
+def _candidate_query(
+    *,
+    user: User,
+    mode: Mode,
+    cipher: UserCipher,
+    recall_filter: RecallFilter,
+    query_vector: Sequence[float],
+    vector_model: str,
+) -> tuple[str, list[Any]]:
+    """The candidates' SQL: their distance to the query and the columns the ranking reads.
+
+    The distance is computed as each candidate is read, so only a number is kept per row.
+    Without narrowing but excluded ids (every search and context request), hand-written SQL:
+    the ORM's compile of it cost more Python than the rest of the ranking (issue 34).
+    """
+    if recall_filter == RecallFilter(exclude_ids=recall_filter.exclude_ids):
+        distance_sql, distance_params = cosine_distance_sql(
+            query_vector, model=vector_model, column="m.embedding"
+        )
+        scope_sql, scope_params = recallable_sql(user=user, mode=mode)
+        columns = ", ".join(f"m.{column}" for column in _CANDIDATE_COLUMNS)
+        sql = f"SELECT {columns}, {distance_sql} AS distance {scope_sql}"
+        params = [*distance_params, *scope_params]
+        if recall_filter.exclude_ids:
+            sql += " AND NOT (m.id = ANY(%s::uuid[]))"
+            params.append(list(recall_filter.exclude_ids))
+        return sql, params
+    scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
+    sql, orm_params = (
+        scoped.annotate(distance=cosine_distance(query_vector, model=vector_model))
+        .values("distance", *_CANDIDATE_COLUMNS)
+        .query.sql_with_params()
+    )
+    return sql, list(orm_params)
+
+
 def ranking_query(
     *,
     user: User,
@@ -157,27 +208,26 @@ def ranking_query(
         for digest in cipher.blind_tokens(" ".join(forms)):
             term_numbers.append(number)
             digests.append(digest)
-    scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
-    # The distance is computed as each candidate is read, so only a number is kept per row.
-    read = scoped.annotate(distance=cosine_distance(query_vector, model=vector_model)).values(
-        "id",
-        "distance",
-        "blind_tokens",
-        "kind",
-        "importance",
-        "created_at",
-        "last_accessed_at",
-        "session_id",
-        "occurred_at",
-    )
     # The number of candidates the IDF is counted over: all of them, even when fewer are read.
     size_sql, size_params = "SELECT count(*)::float8 AS n FROM candidates", ()
     # How many candidates hold each term: counted among those read, unless heavy (below).
     counts_cte, counts_params = "", ()
     counts_sql = "SELECT term, count(*) AS n FROM matches GROUP BY term"
     if nearest is None:
-        candidate_sql, candidate_params = read.query.sql_with_params()
+        candidate_sql, candidate_params = _candidate_query(
+            user=user,
+            mode=mode,
+            cipher=cipher,
+            recall_filter=recall_filter,
+            query_vector=query_vector,
+            vector_model=vector_model,
+        )
     else:
+        scoped = candidates(user=user, mode=mode, cipher=cipher, recall_filter=recall_filter)
+        # The distance is computed as each candidate is read, so only a number is kept per row.
+        read = scoped.annotate(distance=cosine_distance(query_vector, model=vector_model)).values(
+            "distance", *_CANDIDATE_COLUMNS
+        )
         # A heavy user's (queries/nearest.py): the nearest candidates, and those that hold a
         # rare query word (held by at most MEMORYHUB_NEAREST_WORD_CAP memories; 0: any word): a frequent
         # word weighs little, and its memories still get its weight when among the nearest.
@@ -220,7 +270,8 @@ def ranking_query(
             worded = rare_read.union(nearest_worded)
         else:
             worded = read.filter(blind_tokens__overlap=[*digests, *cues.speakers])
-        candidate_sql, candidate_params = nearest_read.union(worded).query.sql_with_params()
+        union_sql, union_params = nearest_read.union(worded).query.sql_with_params()
+        candidate_sql, candidate_params = union_sql, list(union_params)
     half_life_sql, half_life_params = _case(
         "c.kind", {kind: float(days) for kind, days in HALF_LIFE_DAYS.items()}, 90.0
     )
@@ -309,7 +360,7 @@ def ranking_query(
             ORDER BY score DESC, id
             LIMIT %s
         )
-        SELECT top.score, top.cosine, top.lexical, top.freshness, {_LOADED_SQL}
+        SELECT top.score, top.cosine, top.lexical, top.freshness, {LOADED_SQL}
         FROM top JOIN {Memory._meta.db_table} AS m ON m.id = top.id
         ORDER BY top.score DESC, top.id
     """  # noqa: S608  # Only our own SQL fragments are formatted in; every value is a parameter.
@@ -402,7 +453,7 @@ def rank_memories(
                 rows = cursor.fetchall()
     return [
         RankedMemory(
-            row=Memory.from_db(using, _LOADED_FIELDS, row[4:]),
+            row=Memory.from_db(using, LOADED_FIELDS, row[4:]),
             score=float(row[0]),
             cosine=float(row[1]),
             lexical=float(row[2]),

@@ -9,7 +9,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from memoryhub import text_patterns
 from memoryhub.crypto import normalise_token
 from memoryhub.keyring import TOKEN_PATTERN, UserCipher
-from memoryhub.memory_rows import memories_of
+from memoryhub.memory_rows import recallable_sql
 from memoryhub.models import Mode, User
 from memoryhub.queries.query_terms import query_names
 
@@ -39,13 +39,13 @@ def read_cues(
     if not names:
         return QueryCues(text=query)
     digests = cipher.speaker_tokens(names)
-    scoped = memories_of(user=user, mode=mode).recallable()
-    scope_sql, scope_params = scoped.values("blind_tokens").query.sql_with_params()
+    scope_sql, scope_params = recallable_sql(user=user, mode=mode)
     sql = f"""
         SELECT d FROM unnest(%s::varchar[]) AS d WHERE EXISTS (
-            SELECT 1 FROM ({scope_sql}) AS s WHERE s.blind_tokens @> ARRAY[d]::varchar[]
+            SELECT 1 FROM (SELECT m.blind_tokens {scope_sql}) AS s
+            WHERE s.blind_tokens @> ARRAY[d]::varchar[]
         )
-    """  # noqa: S608  # Only the ORM's SQL is formatted in; every value is a parameter.
+    """  # noqa: S608  # Only our own SQL is formatted in; every value is a parameter.
     with connections[using].cursor() as cursor:
         cursor.execute(sql, [digests, *scope_params])
         speaking = {row[0] for row in cursor.fetchall()}

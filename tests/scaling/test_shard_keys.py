@@ -116,11 +116,15 @@ def _filters_by(sql: str, table: str, column: str) -> bool:
         return f'"{column}"' in head or f" {column}," in head or f"({column}," in head
     # Django names a table of a subquery by an alias: EXISTS(… FROM "memoryhub_agentblock" U0
     # WHERE U0."user_id" = …).
-    aliases = re.findall(rf'"{table}"\s+(U\d+)\b', sql)
+    # Hand-written SQL names them too: FROM memoryhub_memory m WHERE m."user_id" = ….
+    aliases = re.findall(rf'(?<![\w.])"?{table}"?\s+(?:AS\s+)?(\w+)\b', sql, re.IGNORECASE)
     return bool(
         re.search(rf'"{table}"\."{column}"\s*(?:=|IN\b)', sql)
-        or re.search(rf"\b{column}\s*(?:=|IN\b)", sql)
-        or any(re.search(rf'\b{alias}\."{column}"\s*(?:=|IN\b)', sql) for alias in aliases)
+        or re.search(rf'(?<![\w."]){column}"?\s*(?:=|IN\b)', sql)
+        or re.search(rf'(?<![\w.])"{column}"\s*(?:=|IN\b)', sql)
+        or any(
+            re.search(rf'\b{re.escape(alias)}\."?{column}"?\s*(?:=|IN\b)', sql) for alias in aliases
+        )
     )
 
 
