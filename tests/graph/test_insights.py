@@ -107,8 +107,8 @@ def test_the_insights_block_costs_two_queries_and_its_audit_row(
 ):
     _set_min_nodes(busy_graph, 1)
     # The insights statement and the workspace key; then the audit row (a savepoint, the two
-    # locks, the chain's last row, the insert, the release).
-    with django_assert_num_queries(8):
+    # locks in one statement, the chain's last row, the insert, the release).
+    with django_assert_num_queries(7):
         assert graph_insights_block(busy_graph, actor=READER)
 
 
