@@ -31,7 +31,7 @@ from django.views.decorators.debug import sensitive_variables
 from accounts.languages import keep_browser_language
 from memoryhub.actors import Actor
 from memoryhub.keyring import open_secret, seal_secret
-from memoryhub.models import DEFAULT_MODES, Mode
+from memoryhub.models import DEFAULT_MODE_NAMES, DEFAULT_MODES, Mode
 from memoryhub.services.agents import get_or_create_workspace, revoke_personal_keys
 
 MFA_SEAL_PURPOSE = "mfa"
@@ -52,7 +52,7 @@ class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is
         if commit:
             for slug in DEFAULT_MODES:
                 Mode.objects.get_or_create(
-                    user=saved, slug=slug, defaults={"name": slug.capitalize()}
+                    user=saved, slug=slug, defaults={"name": DEFAULT_MODE_NAMES[slug]}
                 )
         return saved
 

@@ -45,6 +45,7 @@ from .user_links import UserLink
 from .webhooks import WebhookDelivery, WebhookEndpoint
 from .workspace_keys import WorkspaceKey
 from .workspaces import (
+    DEFAULT_MODE_NAMES,
     DEFAULT_MODES,
     Agent,
     AgentBlock,
@@ -55,11 +56,13 @@ from .workspaces import (
     User,
     UserKey,
     Workspace,
+    mode_name_in_words,
 )
 from .write_marks import UserWriteMark
 
 __all__ = [
     "DEFAULT_MODES",
+    "DEFAULT_MODE_NAMES",
     "IMPORTED_END_REASON",
     "IMPORTED_FOR_REVIEW_END_REASON",
     "ActorType",
@@ -112,4 +115,5 @@ __all__ = [
     "Workspace",
     "WorkspaceKey",
     "WorkspaceNodeType",
+    "mode_name_in_words",
 ]

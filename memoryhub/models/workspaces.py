@@ -8,8 +8,12 @@ from typing import Any, ClassVar
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 DEFAULT_MODES = ("personal", "work")
+# The names every user's default modes start with, stored in English; pages say them in the
+# reader's language (Mode.display_name) until the user renames the mode.
+DEFAULT_MODE_NAMES = {"personal": gettext_noop("Personal"), "work": gettext_noop("Work")}
 
 
 class Workspace(models.Model):
@@ -143,6 +147,24 @@ class Mode(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def display_name(self) -> str:
+        """The name to show: a default mode's untouched name in the reader's language, any
+        other name as the user typed it. The stored name is never rewritten."""
+        return mode_name_in_words(self.slug, self.name)
+
+
+def mode_name_in_words(slug: str, name: str) -> str:
+    """A mode's name for a page; `name` is as stored (a slug alone, for rows that keep only it).
+
+    A default mode is made as "Personal" (at sign-up) or as its slug "personal" (on demand,
+    services/users.ensure_mode): both are still the untouched default.
+    """
+    default = DEFAULT_MODE_NAMES.get(slug)
+    if default is not None and name in (default, slug):
+        return gettext(default)
+    return name
 
 
 class UserKey(models.Model):
