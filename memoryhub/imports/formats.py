@@ -172,6 +172,10 @@ def _memoryhub_memory(raw: Any, mode: str, where: str) -> MemoryRecord:
     )
 
 
+# How an error names one item of a list ("mode work, memory 3"; words.py puts it into words).
+_ITEM_NOUN = {"sessions": "session", "memories": "memory"}
+
+
 def _read_memoryhub(opener: Opener) -> Iterator[Record]:
     # Two passes: every session first, so that a memory finds the session it came from.
     for wanted in ("sessions", "memories"):
@@ -182,7 +186,7 @@ def _read_memoryhub(opener: Opener) -> Iterator[Record]:
             if prefix == "modes.item.slug":
                 mode, counter = str(value), 0
                 continue
-            where = f"mode {mode}, {wanted[:-1]} {counter}"
+            where = f"mode {mode}, {_ITEM_NOUN[wanted]} {counter}"
             counter += 1
             if wanted == "sessions":
                 yield _memoryhub_session(value, mode, where)
