@@ -284,10 +284,12 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
         if link is None:
             raise NotFoundError("link not found")
         if link.undone_at is not None:
-            raise GoneError("this link was undone already")
+            raise GoneError(gettext_noop("this link was undone already"))
         user = User.objects.select_for_update().select_related("workspace").get(pk=link.user_id)
         if not user.email:
-            raise ConflictError("this user has no login any more: there is nothing to undo")
+            raise ConflictError(
+                gettext_noop("this user has no login any more: there is nothing to undo")
+            )
         email, password = user.email, user.password
         # The address is unique: the user lets go of it before the new account takes it. A
         # new password hash also ends every session signed in as the user (Django checks it).

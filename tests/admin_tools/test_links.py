@@ -92,3 +92,15 @@ def test_only_staff_may_undo_and_only_by_post(workspace, linked, client, user):
     assert admin.get(f"/admin-tools/links/{link.pk}/undo/").status_code == 405
     assert admin.post("/admin-tools/links/999999/undo/").status_code == 404
     assert UserLink.objects.get().undone_at is None
+
+
+def test_undoing_a_link_twice_says_so_in_the_admins_language(workspace, linked):
+    admin = _staff(workspace, "root@example.com")
+    admin.post(f"/admin-tools/links/{linked[1].pk}/undo/")
+    again = admin.post(
+        f"/admin-tools/links/{linked[1].pk}/undo/", follow=True, HTTP_ACCEPT_LANGUAGE="fr"
+    )
+    page = again.content.decode()
+    assert "Ce lien a déjà été annulé." in page and "undone already" not in page
+    # The linked time in the French format, with its zone.
+    assert " UTC</td>" in page and "Dec" not in page
