@@ -80,7 +80,7 @@ def webhook_create(request: AuthedRequest) -> HttpResponse:
             actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
         )
     except InvalidInputError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, error.in_words())
         return _page(request, form=form, status=422)
     return _page(request, form=WebhookForm(), shown=endpoint)
 

@@ -93,3 +93,9 @@ def test_a_private_address_is_a_form_error(workspace, settings):
     )
     assert refused.status_code == 422 and not WebhookEndpoint.objects.exists()
     assert "resolves to a non-public address (169.254.169.254)" in refused.content.decode()
+    french = admin.post(
+        "/admin-tools/webhooks/new/",
+        {"url": "https://169.254.169.254/latest/", "event_types": ["memory.created"]},
+        HTTP_ACCEPT_LANGUAGE="fr",
+    )
+    assert "se résout en une adresse non publique (169.254.169.254)" in french.content.decode()
