@@ -47,6 +47,8 @@ from .workspace_keys import WorkspaceKey
 from .workspaces import (
     DEFAULT_MODE_NAMES,
     DEFAULT_MODES,
+    DEFAULT_WORKSPACE_NAME,
+    DEFAULT_WORKSPACE_SLUG,
     Agent,
     AgentBlock,
     AgentGrant,
@@ -63,6 +65,8 @@ from .write_marks import UserWriteMark
 __all__ = [
     "DEFAULT_MODES",
     "DEFAULT_MODE_NAMES",
+    "DEFAULT_WORKSPACE_NAME",
+    "DEFAULT_WORKSPACE_SLUG",
     "IMPORTED_END_REASON",
     "IMPORTED_FOR_REVIEW_END_REASON",
     "ActorType",

@@ -292,5 +292,5 @@ def test_the_usage_panel_is_in_french(signed_in, remember, settings):
     settings.MEMORYHUB_QUOTA_BYTES_PER_USER = 0
     remember("Lives in Lyon.")
     page = signed_in.get("/dashboard/settings/", **FRENCH).content.decode()
-    assert ">Utilisation</h2>" in page and "Souvenirs:" in page and "sur 40" in page
+    assert ">Utilisation</h2>" in page and "Souvenirs :" in page and "sur 40" in page
     assert "(sans limite)" in page and 'aria-label="Souvenirs : 2 % de la limite"' in page

@@ -19,7 +19,8 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.imports.services import ImportFileRejectedError, start_import
-from memoryhub.models import ImportJob, Mode
+from memoryhub.models import DEFAULT_WORKSPACE_NAME, DEFAULT_WORKSPACE_SLUG, ImportJob, Mode
+from memoryhub.services.agents import get_or_create_workspace
 from tests import factories
 from tests.imports.files import committed
 
@@ -176,3 +177,15 @@ def test_exact_and_zoned_times_follow_the_language():
     with translation.override("en"):
         assert zoned_time(datetime(2025, 12, 3, 18, 7, tzinfo=UTC)) == "3 Dec 2025, 18:07 UTC"
         assert exact_time(None) == ""
+
+
+def test_the_sign_up_workspace_is_named_in_french_and_a_named_one_as_typed(db):
+    default = get_or_create_workspace(slug=DEFAULT_WORKSPACE_SLUG, name=DEFAULT_WORKSPACE_NAME)
+    named = factories.make_workspace()
+    with translation.override("fr"):
+        assert default.display_name == "Espace de travail par défaut"
+        assert named.display_name == named.name
+    with translation.override("en"):
+        assert default.display_name == "Default workspace"
+    default.refresh_from_db()
+    assert default.name == "Default workspace"
