@@ -99,3 +99,11 @@ def test_a_private_address_is_a_form_error(workspace, settings):
         HTTP_ACCEPT_LANGUAGE="fr",
     )
     assert "se résout en une adresse non publique (169.254.169.254)" in french.content.decode()
+
+
+def test_the_events_are_in_words_beside_their_codes_in_the_admins_language(workspace):
+    admin = _staff(workspace)
+    french = admin.get("/admin-tools/webhooks/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "memory.created (un souvenir a été créé)" in french
+    english = admin.get("/admin-tools/webhooks/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "memory.created (a memory was created)" in english
