@@ -104,3 +104,14 @@ def test_undoing_a_link_twice_says_so_in_the_admins_language(workspace, linked):
     assert "Ce lien a déjà été annulé." in page and "undone already" not in page
     # The linked time in the French format, with its zone.
     assert " UTC</td>" in page and "Dec" not in page
+
+
+def test_undoing_the_link_of_a_user_with_no_login_left_says_so(workspace, linked):
+    user, link, _ = linked
+    User.objects.filter(pk=user.pk).update(email=None)  # Its login went another way.
+    admin = _staff(workspace, "root@example.com")
+    response = admin.post(f"/admin-tools/links/{link.pk}/undo/", follow=True)
+    assert response.status_code == 200
+    assert "This user has no login any more: there is nothing to undo." in (
+        response.content.decode()
+    )
