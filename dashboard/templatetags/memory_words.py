@@ -229,6 +229,6 @@ def _own_format(name: str) -> str:
 
 @register.filter
 def mode_slug_name(slug: str) -> str:
-    """A mode known only by its slug (audit rows, review candidates): a default mode by its
+    """A mode known only by its slug (the access log, review candidates): a default mode by its
     name in the reader's language, any other by its slug."""
     return mode_name_in_words(slug, slug) if slug else slug
