@@ -458,6 +458,8 @@ CELERY_BEAT_SCHEDULE = {
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
     # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).
     "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
+    # Heavy users' own vector indexes (services/nearest_index.py, docs/retrieval.md).
+    "index-heavy-users": {"task": "memoryhub.index_heavy_users", "schedule": 86400.0},
     # Webhook deliveries whose retry is due (memoryhub/webhooks/, issue 31).
     "send-due-webhooks": {"task": "memoryhub.send_due_webhooks", "schedule": 30.0},
     # What waits for review, to the reviewers who asked for it (review/notices.py); each gets
