@@ -495,9 +495,10 @@ MEMORYHUB_EMBEDDING_DIMENSIONS = 384
 MEMORYHUB_EMBEDDING_MODEL = (
     env_str("MEMORYHUB_EMBEDDING_MODEL", "all-MiniLM-L6-v2") or "all-MiniLM-L6-v2"
 )
-if MEMORYHUB_EMBEDDING_MODEL not in ("all-MiniLM-L6-v2", "multilingual-e5-small-q4"):
+_EMBEDDING_MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small-q4", "use-multilingual-v3-384")
+if MEMORYHUB_EMBEDDING_MODEL not in _EMBEDDING_MODELS:
     raise ImproperlyConfigured(
-        "MEMORYHUB_EMBEDDING_MODEL must be all-MiniLM-L6-v2 or multilingual-e5-small-q4"
+        f"MEMORYHUB_EMBEDDING_MODEL must be one of {', '.join(_EMBEDDING_MODELS)}"
     )
 # A user with this many active memories in a mode is searched through their own vector index
 # (`manage.py index_heavy_users` builds it): the nearest MEMORYHUB_NEAREST_CANDIDATES memories,
