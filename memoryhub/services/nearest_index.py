@@ -17,6 +17,7 @@ from django.db import connection
 from django.db.models import Count
 
 from memoryhub.models import Memory, MemoryStatus
+from memoryhub.services.term_counts import counted_users, drop_term_counts, keep_term_counts
 from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, index_name
 
 
@@ -68,9 +69,12 @@ def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
 
 
 def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChanges:
-    """Give every heavy user an index; drop those of users who left or shrank below half.
+    """Give every heavy user an index and kept counts; drop those of users who left or shrank
+    below half.
 
     Half, not the threshold itself: a user hovering around it is not rebuilt again and again.
+    The counts (services/term_counts.py) go with the index: a user with one has the other,
+    also one indexed before the counts existed.
     """
     heavy = heavy_users(threshold=threshold)
     kept = heavy_users(threshold=max(1, threshold // 2))
@@ -81,4 +85,7 @@ def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChan
         create_nearest_index(user_id=user_id, concurrently=concurrently)
     for user_id in dropped:
         drop_nearest_index(user_id=user_id, concurrently=concurrently)
+        drop_term_counts(user_id=user_id)
+    for user_id in sorted((indexed | set(created)) - set(dropped) - counted_users()):
+        keep_term_counts(user_id=user_id)
     return IndexChanges(created=created, dropped=dropped)

@@ -21,6 +21,7 @@ from memoryhub.services.nearest_index import (
     index_heavy_users,
     indexed_users,
 )
+from memoryhub.services.term_counts import keep_term_counts
 from memoryhub.vector_search import index_name
 from tests import factories
 
@@ -76,11 +77,14 @@ def _reads_nearest(call) -> bool:
     return any("halfvec" in query["sql"] for query in queries.captured_queries)
 
 
+@pytest.mark.parametrize("is_counted", [False, True])
 @pytest.mark.parametrize("word_cap", [0, 1])
 def test_with_every_memory_among_the_candidates_the_heavy_path_ranks_exactly(
-    heavy, personal, embedder, settings, word_cap
+    heavy, personal, embedder, settings, word_cap, is_counted
 ):
     settings.MEMORYHUB_NEAREST_WORD_CAP = word_cap
+    if is_counted:  # The IDF from the kept counts (services/term_counts.py), not counted here.
+        keep_term_counts(user_id=heavy.pk)
     for query in QUERIES:
         exact = _ranked(heavy, personal, query, embedder, nearest=None)
         nearest = _ranked(heavy, personal, query, embedder, nearest=len(FACTS))
