@@ -126,6 +126,39 @@ def _recallable_rows(
         return [Memory.from_db(using, LOADED_FIELDS, row) for row in cursor.fetchall()]
 
 
+def _latest_profile_rows(
+    *, user: User, mode: Mode, importances: Sequence[Importance], using: str
+) -> list[Memory]:
+    """The profile's rows: recallable, of a profile kind, most important first, then newest.
+
+    The latest PROFILE_LIMIT of each kind and importance, each read backwards along the scope
+    index (user, mode, status, kind, importance, created_at), then merged: a heavy user's
+    100,000 facts are not all read and sorted to find the newest 20 (issue 34).
+    """
+    scope_sql, scope_params = recallable_sql(user=user, mode=mode)
+    # Our own SQL fragments only; every value is a parameter.
+    sql = f"""
+        SELECT {LOADED_SQL}
+        FROM unnest(%s::varchar[]) AS k(kind) CROSS JOIN unnest(%s::varchar[]) AS i(importance)
+        CROSS JOIN LATERAL (
+            SELECT m.* {scope_sql} AND m.kind = k.kind AND m.importance = i.importance
+            ORDER BY m.created_at DESC, m.id DESC LIMIT %s
+        ) AS m
+        ORDER BY {_IMPORTANCE_RANK_SQL}, m.created_at DESC, m.id DESC LIMIT %s
+    """  # noqa: S608
+    params = [
+        [str(kind) for kind in PROFILE_KINDS],
+        [str(importance) for importance in importances],
+        *scope_params,
+        PROFILE_LIMIT,
+        *_IMPORTANCE_RANK_PARAMS,
+        PROFILE_LIMIT,
+    ]
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        return [Memory.from_db(using, LOADED_FIELDS, row) for row in cursor.fetchall()]
+
+
 def _open(
     rows: Iterable[Memory], cipher: UserCipher, as_of: datetime | None, using: str
 ) -> list[MemoryItem]:
@@ -151,19 +184,9 @@ def profile_items(
     relevant-memories layer when the message calls for it.
     """
     if as_of is None:
-        critical = "" if is_session_start else " AND m.importance = %s"
-        rows: Iterable[Memory] = _recallable_rows(
-            user=user,
-            mode=mode,
-            using=using,
-            condition=f"m.kind = ANY(%s){critical}",
-            params=[
-                [str(kind) for kind in PROFILE_KINDS],
-                *([] if is_session_start else [Importance.CRITICAL.value]),
-                *_IMPORTANCE_RANK_PARAMS,
-            ],
-            order=f"{_IMPORTANCE_RANK_SQL}, m.created_at DESC, m.id DESC",
-            limit=PROFILE_LIMIT,
+        importances = list(Importance) if is_session_start else [Importance.CRITICAL]
+        rows: Iterable[Memory] = _latest_profile_rows(
+            user=user, mode=mode, importances=importances, using=using
         )
         return _open(rows, cipher, as_of, using)
     queryset = (
