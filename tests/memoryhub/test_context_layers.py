@@ -61,8 +61,9 @@ def _orm(user, mode):
     return memories_of(user=user, mode=mode).recallable()
 
 
+@pytest.mark.parametrize("is_heavy", [False, True])
 @pytest.mark.parametrize("is_session_start", [True, False])
-def test_profile_reads_what_the_orm_reads(user, personal, mixed, is_session_start):
+def test_profile_reads_what_the_orm_reads(user, personal, mixed, is_session_start, is_heavy):
     expected = _orm(user, personal).of_kind(*layers.PROFILE_KINDS)
     if not is_session_start:
         expected = expected.filter(importance=Importance.CRITICAL)
@@ -70,13 +71,20 @@ def test_profile_reads_what_the_orm_reads(user, personal, mixed, is_session_star
         "rank", "-created_at", "-id"
     )[: layers.PROFILE_LIMIT]
     items = layers.profile_items(
-        user=user, mode=personal, cipher=cipher_for(user), is_session_start=is_session_start
+        user=user,
+        mode=personal,
+        cipher=cipher_for(user),
+        is_session_start=is_session_start,
+        is_heavy=is_heavy,
     )
     assert _ids(items) == [row.pk for row in expected]
     assert items  # The oracle found something to compare.
 
 
-def test_profile_of_more_memories_than_it_shows_reads_what_the_orm_reads(user, personal, embedder):
+@pytest.mark.parametrize("is_heavy", [False, True])
+def test_profile_of_more_memories_than_it_shows_reads_what_the_orm_reads(
+    user, personal, embedder, is_heavy
+):
     # More of one kind and importance than the profile shows, some written at the same moment
     # (the id breaks the tie), and a few more important ones that must come first.
     moment = factories.make_memory(user, personal, "first", embedder=embedder).created_at
@@ -94,7 +102,7 @@ def test_profile_of_more_memories_than_it_shows_reads_what_the_orm_reads(user, p
         .order_by("rank", "-created_at", "-id")[: layers.PROFILE_LIMIT]
     )
     items = layers.profile_items(
-        user=user, mode=personal, cipher=cipher_for(user), is_session_start=True
+        user=user, mode=personal, cipher=cipher_for(user), is_session_start=True, is_heavy=is_heavy
     )
     assert _ids(items) == [row.pk for row in expected]
     assert [item.importance for item in items[:3]] == [Importance.HIGH] * 3

@@ -13,6 +13,7 @@ from django.utils import timezone
 from memoryhub.embeddings import MULTILINGUAL_E5
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Memory
+from memoryhub.queries.context import assemble_context
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.nearest_index import (
@@ -242,3 +243,23 @@ def test_heavy_users_get_their_own_index_and_lose_it_when_they_shrink(heavy, oth
     changes = index_heavy_users(threshold=1000, concurrently=False)
     assert changes.dropped == [heavy.pk]
     assert indexed_users() == set()
+
+
+def test_a_heavy_users_context_reads_the_profile_along_the_index_and_ranks_through_it(
+    indexed, personal, embedder, system_actor
+):
+    with CaptureQueriesContext(connection) as queries:
+        bundle = assemble_context(
+            user=indexed,
+            mode=personal,
+            agent=None,
+            message="Where does Claire live?",
+            actor=system_actor,
+            embedder=embedder,
+        )
+    sqls = [query["sql"] for query in queries.captured_queries]
+    assert any("halfvec" in sql for sql in sqls)
+    # The profile's latest memories of each kind and importance, not all of them sorted.
+    assert any("UNION ALL" in sql and "importance" in sql for sql in sqls)
+    profile = next(block for block in bundle.blocks if block.key == "profile")
+    assert "My sister Claire lives in Lyon." in profile.text
