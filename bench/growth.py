@@ -200,9 +200,11 @@ def _timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def _start_layers(user: User, mode: Mode, cipher: UserCipher) -> None:
+def _start_layers(user: User, mode: Mode, cipher: UserCipher, *, is_heavy: bool) -> None:
     """The layers a context reads at session start besides the ranking (4 and 5)."""
-    context_layers.profile_items(user=user, mode=mode, cipher=cipher, is_session_start=True)
+    context_layers.profile_items(
+        user=user, mode=mode, cipher=cipher, is_session_start=True, is_heavy=is_heavy
+    )
     context_layers.recent_summaries(user=user, mode=mode, cipher=cipher, session=None)
     context_layers.open_items(user=user, mode=mode, cipher=cipher)
 
@@ -232,6 +234,9 @@ def measure_user(
         **{name: [] for name in VARIANTS},
     }
     recalls: dict[str, list[float]] = {name: [] for name in ("ranking_nearest", *VARIANTS)}
+    # As context assembly asks it (queries/context.py): the profile of a heavy user is read
+    # along the scope index.
+    is_heavy = has_own_index(user=user, using=DEFAULT_DB_ALIAS)
     for query in queries[:5]:  # Warm the caches and the model.
         search_memories(user=user, mode=mode, query=query, actor=actor, embedder=embedder)
     for query in tqdm(queries, desc=f"growth {user.external_id}", disable=not progress):
@@ -260,7 +265,9 @@ def measure_user(
                 )
             )
         )
-        times["context_start_layers"].append(_timed(partial(_start_layers, user, mode, cipher)))
+        times["context_start_layers"].append(
+            _timed(partial(_start_layers, user, mode, cipher, is_heavy=is_heavy))
+        )
         cues = read_cues(user=user, mode=mode, query=query, cipher=cipher)
         rank = partial(
             rank_memories,

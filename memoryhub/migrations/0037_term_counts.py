@@ -15,7 +15,7 @@ from django.db import migrations, models
 # added to settled counts); any other user's writes take it shared, so the counting of a user
 # (which takes it exclusively) waits for the writes under way and misses none of them.
 LOCK = """
-CREATE FUNCTION memoryhub_lock_term_counts(owner uuid) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION memoryhub_lock_term_counts(owner uuid) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
     key bigint := hashtextextended('term-counts:' || owner::text, 0);
 BEGIN
@@ -24,6 +24,9 @@ BEGIN
     ELSE
         PERFORM pg_advisory_xact_lock_shared(key);
     END IF;
+    -- Asked again under the lock: whether the user is counted cannot change until this
+    -- transaction ends (starting or stopping the counts takes the lock exclusively).
+    RETURN EXISTS (SELECT 1 FROM memoryhub_countedmode WHERE user_id = owner);
 END $$;
 """
 # {rows}: memory rows (user_id, mode_id, status, blind_tokens) to count in, or out. Only the
@@ -70,9 +73,14 @@ COUNT_OUT = """
     WHERE t.user_id = d.user_id AND t.mode_id = d.mode_id AND t.digest = d.digest
         AND t.memory_count > d.n;
 """
+# Whether any of the statement's users is counted: most writes stop there.
 LOCK_EACH = """
-    PERFORM memoryhub_lock_term_counts(u.user_id)
-    FROM (SELECT DISTINCT user_id FROM {rows} ORDER BY user_id) AS u;
+    IF NOT (
+        SELECT coalesce(bool_or(memoryhub_lock_term_counts(u.user_id)), false)
+        FROM (SELECT DISTINCT user_id FROM {rows} ORDER BY user_id) AS u
+    ) THEN
+        RETURN NULL;
+    END IF;
 """
 OLD_ROW = "(SELECT OLD.user_id, OLD.mode_id, OLD.status, OLD.blind_tokens)"
 NEW_ROW = "(SELECT NEW.user_id, NEW.mode_id, NEW.status, NEW.blind_tokens)"
@@ -103,8 +111,12 @@ CREATE TRIGGER memory_term_counts_delete AFTER DELETE ON memoryhub_memory
 -- fire it.
 CREATE FUNCTION memoryhub_term_counts_after_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM memoryhub_lock_term_counts(u) FROM unnest(ARRAY[OLD.user_id, NEW.user_id]) AS u
-        GROUP BY u ORDER BY u;
+    IF NOT (
+        SELECT coalesce(bool_or(memoryhub_lock_term_counts(u.u)), false)
+        FROM (SELECT DISTINCT u FROM unnest(ARRAY[OLD.user_id, NEW.user_id]) AS u ORDER BY u) AS u
+    ) THEN
+        RETURN NULL;
+    END IF;
 {COUNT_OUT.format(rows=OLD_ROW)}
 {COUNT_IN.format(rows=NEW_ROW)}
     RETURN NULL;
