@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from memoryhub.keyring import cipher_for
 from memoryhub.models import CountedMode, Memory, MemoryStatus, TermCount
 from memoryhub.queries.recall import rank_memories
+from memoryhub.queries.speaker_cues import read_cues
 from memoryhub.services.confidence import supersede
 from memoryhub.services.forget import delete_account
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
@@ -191,3 +192,20 @@ def test_index_heavy_users_keeps_the_counts_of_indexed_users(
     index_heavy_users(threshold=1000, concurrently=False)
     assert not CountedMode.objects.filter(user=user).exists()
     assert not TermCount.objects.filter(user=user).exists()
+
+
+def test_a_heavy_users_speaker_cues_come_from_the_kept_counts(
+    counted, personal, embedder, system_actor
+):
+    _remember(counted, personal, ["Caroline: I paint sunsets."], system_actor, embedder)
+    cipher = cipher_for(counted)
+    query = "What does Caroline paint with Melanie?"
+    cues = read_cues(user=counted, mode=personal, query=query, cipher=cipher)
+    assert cues.speakers == tuple(cipher.speaker_tokens(["caroline"]))
+    assert "Caroline" not in cues.text
+    # Read from the counts, not from the memories: without its count, no speaker.
+    TermCount.objects.filter(user=counted, digest__in=cues.speakers).delete()
+    assert read_cues(user=counted, mode=personal, query=query, cipher=cipher).speakers == ()
+    # A user whose counts are not kept is read from their memories.
+    drop_term_counts(user_id=counted.pk)
+    assert read_cues(user=counted, mode=personal, query=query, cipher=cipher) == cues
