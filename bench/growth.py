@@ -144,7 +144,9 @@ def build_index(user: User) -> float:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(user.pk)])
         if cursor.fetchone():
-            if user.pk not in counted_users():  # Indexed by a run before the kept counts.
+            # Indexed by a run before the kept counts and the profile index.
+            create_nearest_index(user_id=user.pk, concurrently=not connection.in_atomic_block)
+            if user.pk not in counted_users():
                 keep_term_counts(user_id=user.pk)
             return 0.0
         cursor.execute("SET maintenance_work_mem = %s", [INDEX_BUILD_MEMORY])
@@ -176,7 +178,11 @@ def storage() -> dict[str, Any]:
             [table],
         )
         each = dict(cursor.fetchall())
-    nearest = {name: size for name, size in each.items() if name.startswith("memory_nearest_")}
+    nearest = {
+        name: size
+        for name, size in each.items()
+        if name.startswith(("memory_nearest_", "memory_profile_"))
+    }
     return {
         "rows": rows,
         "heap_bytes": heap,

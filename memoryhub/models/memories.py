@@ -170,12 +170,7 @@ class Memory(models.Model):
     class Meta:
         base_manager_name = "all_owners"
         indexes: ClassVar[list[models.Index]] = [
-            # Importance and time last: the profile layer reads a heavy user's latest memories
-            # of each kind and importance from it, without sorting all of them (issue 34).
-            models.Index(
-                fields=["user", "mode", "status", "kind", "importance", "created_at"],
-                name="memory_scope_idx",
-            ),
+            models.Index(fields=["user", "mode", "status", "kind"], name="memory_scope_idx"),
             GinIndex(fields=["blind_tokens"], name="memory_blind_tokens_idx"),
         ]
         constraints: ClassVar[list[models.BaseConstraint]] = [

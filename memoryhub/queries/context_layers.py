@@ -131,10 +131,11 @@ def _latest_profile_rows(
 ) -> list[Memory]:
     """The profile's rows: recallable, of a profile kind, most important first, then newest.
 
-    The latest PROFILE_LIMIT of each kind and importance, each read backwards along the scope
-    index (user, mode, status, kind, importance, created_at), then merged: a heavy user's
-    100,000 facts are not all read and sorted to find the newest 20 (issue 34). A smaller
-    user's are sorted: twelve branches cost more to plan than 1,000 rows to sort.
+    The latest PROFILE_LIMIT of each kind and importance, each read backwards along the heavy
+    user's own profile index (mode, status, kind, importance, created_at; built with their
+    vector index, services/nearest_index.py), then merged: their 100,000 facts are not all read
+    and sorted to find the newest 20 (issue 34). A smaller user's are sorted: twelve branches
+    cost more to plan than 1,000 rows to sort.
     """
     scope_sql, scope_params = recallable_sql(user=user, mode=mode)
     # One branch per kind and importance, each with its own constants: a join over a list of
@@ -183,7 +184,7 @@ def profile_items(
     At session start the whole profile (capped); later only the critical items, which hold
     what must never be forgotten (an allergy, a hard constraint). The rest arrives through the
     relevant-memories layer when the message calls for it. `is_heavy`: the user has their own
-    index (queries/nearest.py), and too many memories to sort them all.
+    indexes (services/nearest_index.py), and too many memories to sort them all.
     """
     if as_of is None and is_heavy:
         importances = list(Importance) if is_session_start else [Importance.CRITICAL]

@@ -18,7 +18,7 @@ from django.db.models import Count
 
 from memoryhub.models import Memory, MemoryStatus
 from memoryhub.services.term_counts import counted_users, drop_term_counts, keep_term_counts
-from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, index_name
+from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, index_name, profile_index_name
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,24 @@ def indexed_users() -> set[UUID]:
 
 
 def create_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
-    """Build the user's index; concurrently (outside a transaction), writes go on meanwhile."""
+    """Build the user's indexes; concurrently (outside a transaction), writes go on meanwhile.
+
+    Their vector index, and their profile index: their latest memories of each kind and
+    importance, which context's profile layer reads without sorting all of them
+    (queries/context_layers.py). A btree over every user's rows would cost every write, and
+    72 MB over the bench's 1.1 million rows (docs/retrieval.md, "Heavy users").
+    """
     how = "CONCURRENTLY " if concurrently else ""
+    owner = f"WHERE user_id = '{UUID(str(user_id))}'::uuid"
     # Only a UUID's canonical text and our own names are formatted in.
     with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE INDEX {how}IF NOT EXISTS {index_name(user_id)} "
-            f"ON {Memory._meta.db_table} USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) "
-            f"WHERE user_id = '{UUID(str(user_id))}'::uuid"
+            f"ON {Memory._meta.db_table} USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) {owner}"
+        )
+        cursor.execute(
+            f"CREATE INDEX {how}IF NOT EXISTS {profile_index_name(user_id)} "
+            f"ON {Memory._meta.db_table} (mode_id, status, kind, importance, created_at) {owner}"
         )
 
 
@@ -66,6 +76,7 @@ def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
     how = "CONCURRENTLY " if concurrently else ""
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {index_name(user_id)}")
+        cursor.execute(f"DROP INDEX {how}IF EXISTS {profile_index_name(user_id)}")
 
 
 def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChanges:
@@ -81,7 +92,8 @@ def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChan
     indexed = indexed_users()
     created = sorted(heavy - indexed)
     dropped = sorted(indexed - kept)
-    for user_id in created:
+    # Also those indexed before the profile index existed (IF NOT EXISTS: nothing for others).
+    for user_id in sorted((indexed | heavy) - set(dropped)):
         create_nearest_index(user_id=user_id, concurrently=concurrently)
     for user_id in dropped:
         drop_nearest_index(user_id=user_id, concurrently=concurrently)

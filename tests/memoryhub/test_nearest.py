@@ -23,7 +23,7 @@ from memoryhub.services.nearest_index import (
     indexed_users,
 )
 from memoryhub.services.term_counts import keep_term_counts
-from memoryhub.vector_search import index_name
+from memoryhub.vector_search import index_name, profile_index_name
 from tests import factories
 
 FACTS = [
@@ -239,10 +239,18 @@ def test_heavy_users_get_their_own_index_and_lose_it_when_they_shrink(heavy, oth
         (definition,) = cursor.fetchone()
     assert "hnsw" in definition
     assert str(heavy.pk) in definition
+    assert _index_exists(profile_index_name(heavy.pk))  # The profile layer's (context_layers.py)
     assert index_heavy_users(threshold=10, concurrently=False).created == []
     changes = index_heavy_users(threshold=1000, concurrently=False)
     assert changes.dropped == [heavy.pk]
     assert indexed_users() == set()
+    assert not _index_exists(profile_index_name(heavy.pk))
+
+
+def _index_exists(name):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        return cursor.fetchone()[0]
 
 
 def test_a_heavy_users_context_reads_the_profile_along_the_index_and_ranks_through_it(
