@@ -27,15 +27,17 @@ from tqdm import tqdm
 from bench.scale import percentiles
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
-from memoryhub.keyring import cipher_for
+from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import seal_content
 from memoryhub.models import Memory, Mode, User
+from memoryhub.queries import context_layers
 from memoryhub.queries.context import assemble_context
 from memoryhub.queries.nearest import has_own_index
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.queries.speaker_cues import read_cues
 from memoryhub.services.agents import get_or_create_workspace
 from memoryhub.services.nearest_index import create_nearest_index, drop_nearest_index
+from memoryhub.services.term_counts import counted_users, drop_term_counts, keep_term_counts
 from memoryhub.services.users import create_user, ensure_mode
 from memoryhub.vector_search import index_name
 
@@ -47,11 +49,11 @@ GROUP = 20
 INSERT_BATCH = 2_000
 # Enough for the build of one user's index to stay in memory (100,000 rows: about 200 MB).
 INDEX_BUILD_MEMORY = "512MB"
-# Heavy-path settings ranked beside the default one, query by query, for the side-by-side:
-# every word's memories among the candidates (the path before the cap on frequent words).
-VARIANTS: dict[str, dict[str, int]] = {
-    "ranking_nearest_every_word": {"MEMORYHUB_NEAREST_WORD_CAP": 0},
-    "ranking_nearest_cap_500": {"MEMORYHUB_NEAREST_WORD_CAP": 500},
+# Heavy paths ranked beside the served one, query by query, for the side-by-side: each with
+# the settings it overrides and the arguments it passes to `rank_memories`. "Counted live" is
+# the heavy path before the kept counts (services/term_counts.py): its IDF counted per search.
+VARIANTS: dict[str, tuple[dict[str, int], dict[str, Any]]] = {
+    "ranking_nearest_counted_live": ({}, {"kept_counts": False}),
 }
 
 
@@ -142,12 +144,17 @@ def build_index(user: User) -> float:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [index_name(user.pk)])
         if cursor.fetchone():
+            # Indexed by a run before the kept counts and the profile index.
+            create_nearest_index(user_id=user.pk, concurrently=not connection.in_atomic_block)
+            if user.pk not in counted_users():
+                keep_term_counts(user_id=user.pk)
             return 0.0
         cursor.execute("SET maintenance_work_mem = %s", [INDEX_BUILD_MEMORY])
         in_transaction = connection.in_atomic_block
         if in_transaction:  # The smoke test's: no foreign-key check may still be pending.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
     create_nearest_index(user_id=user.pk, concurrently=not in_transaction)
+    keep_term_counts(user_id=user.pk)  # As `index_heavy_users` does with the index.
     return round(time.perf_counter() - started, 1)
 
 
@@ -171,7 +178,11 @@ def storage() -> dict[str, Any]:
             [table],
         )
         each = dict(cursor.fetchall())
-    nearest = {name: size for name, size in each.items() if name.startswith("memory_nearest_")}
+    nearest = {
+        name: size
+        for name, size in each.items()
+        if name.startswith(("memory_nearest_", "memory_profile_"))
+    }
     return {
         "rows": rows,
         "heap_bytes": heap,
@@ -195,6 +206,15 @@ def _timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def _start_layers(user: User, mode: Mode, cipher: UserCipher, *, is_heavy: bool) -> None:
+    """The layers a context reads at session start besides the ranking (4 and 5)."""
+    context_layers.profile_items(
+        user=user, mode=mode, cipher=cipher, is_session_start=True, is_heavy=is_heavy
+    )
+    context_layers.recent_summaries(user=user, mode=mode, cipher=cipher, session=None)
+    context_layers.open_items(user=user, mode=mode, cipher=cipher)
+
+
 def measure_user(
     user: User,
     mode: Mode,
@@ -214,11 +234,15 @@ def measure_user(
     times: dict[str, list[float]] = {
         "search": [],
         "context": [],
+        "context_start_layers": [],
         "ranking_exact": [],
         "ranking_nearest": [],
         **{name: [] for name in VARIANTS},
     }
     recalls: dict[str, list[float]] = {name: [] for name in ("ranking_nearest", *VARIANTS)}
+    # As context assembly asks it (queries/context.py): the profile of a heavy user is read
+    # along the scope index.
+    is_heavy = has_own_index(user=user, using=DEFAULT_DB_ALIAS)
     for query in queries[:5]:  # Warm the caches and the model.
         search_memories(user=user, mode=mode, query=query, actor=actor, embedder=embedder)
     for query in tqdm(queries, desc=f"growth {user.external_id}", disable=not progress):
@@ -247,6 +271,9 @@ def measure_user(
                 )
             )
         )
+        times["context_start_layers"].append(
+            _timed(partial(_start_layers, user, mode, cipher, is_heavy=is_heavy))
+        )
         cues = read_cues(user=user, mode=mode, query=query, cipher=cipher)
         rank = partial(
             rank_memories,
@@ -261,15 +288,15 @@ def measure_user(
             now=timezone.now(),
         )
         ranked: dict[str, list[Any]] = {}
-        runs: list[tuple[str, int | None, dict[str, int]]] = [
-            ("ranking_exact", None, {}),
-            ("ranking_nearest", candidates, {}),
-            *((name, candidates, changed) for name, changed in VARIANTS.items()),
+        runs: list[tuple[str, int | None, dict[str, int], dict[str, Any]]] = [
+            ("ranking_exact", None, {}, {}),
+            ("ranking_nearest", candidates, {}, {}),
+            *((name, candidates, *variant) for name, variant in VARIANTS.items()),
         ]
-        for name, nearest, changed in runs:
+        for name, nearest, changed, arguments in runs:
             with override_settings(**changed):
                 started = time.perf_counter()
-                ranked[name] = [entry.id for entry in rank(nearest=nearest)]
+                ranked[name] = [entry.id for entry in rank(nearest=nearest, **arguments)]
                 times[name].append(time.perf_counter() - started)
         for name, found in recalls.items():
             found.append(recall_at(ranked["ranking_exact"], ranked[name]))
@@ -282,10 +309,11 @@ def measure_user(
         "variants": {
             name: {
                 **changed,
+                **arguments,
                 "recall_at_10": round(float(np.mean(recalls[name])), 4),
                 "recall_at_10_min": round(min(recalls[name]), 2),
             }
-            for name, changed in VARIANTS.items()
+            for name, (changed, arguments) in VARIANTS.items()
         },
         "queries": len(queries),
     }
@@ -315,6 +343,7 @@ def measure_growth(
             index_seconds[size] = build_index(users[size][0])
         else:  # Left by an earlier run with a lower threshold.
             drop_nearest_index(user_id=users[size][0].pk, concurrently=False)
+            drop_term_counts(user_id=users[size][0].pk)
     curve = {
         str(size): measure_user(
             user,
@@ -353,6 +382,13 @@ def format_growth(growth: dict[str, Any]) -> str:
             f"{cells[2]:>14} {cells[3]:>16} {figures['recall_at_10']:>10.3f}"
         )
     lines.append("(exact / nearest: the ranking statement alone, every candidate / the index's)")
+    for figures in growth["curve"].values():
+        start = figures.get("context_start_layers")
+        if start:
+            lines.append(
+                f"{figures['memories']:>9,} context's profile, summaries and open items: "
+                f"{start['p50_ms']:.1f}/{start['p95_ms']:.1f} ms"
+            )
     for figures in growth["curve"].values():
         for name, variant in figures.get("variants", {}).items():
             lines.append(

@@ -47,6 +47,14 @@ def index_name(user_id: UUID) -> str:
     return f"{INDEX_PREFIX}{user_id.hex}"
 
 
+PROFILE_INDEX_PREFIX = "memory_profile_"
+
+
+def profile_index_name(user_id: UUID) -> str:
+    """The name of a heavy user's own profile index (services/nearest_index.py)."""
+    return f"{PROFILE_INDEX_PREFIX}{user_id.hex}"
+
+
 # What a heavy user's vector index holds (services/nearest_index.py) and what the search through
 # it orders by: the vector in half precision, half the size of the full one.
 HALF_PRECISION = f"(embedding::halfvec({DIMENSIONS}))"

@@ -40,6 +40,7 @@ from .memories import (
 )
 from .ratelimit import RateLimitWindow
 from .sessions import ExtractionRun, Message, Session
+from .term_counts import CountedMode, TermCount
 from .usage import MemoryUsage, RequestSlot
 from .user_links import UserLink
 from .webhooks import WebhookDelivery, WebhookEndpoint
@@ -79,6 +80,7 @@ __all__ = [
     "AuditEntry",
     "Channel",
     "Confidence",
+    "CountedMode",
     "EdgeType",
     "ExtractionRun",
     "FailureClass",
@@ -110,6 +112,7 @@ __all__ = [
     "RateLimitWindow",
     "RequestSlot",
     "Session",
+    "TermCount",
     "User",
     "UserKey",
     "UserLink",

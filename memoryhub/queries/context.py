@@ -38,6 +38,7 @@ from memoryhub.queries.context_budget import (
 )
 from memoryhub.queries.context_layers import Entry
 from memoryhub.queries.memories import is_memory_in_use
+from memoryhub.queries.nearest import nearest_candidates
 from memoryhub.queries.recall import decrypt_ranked, rank_memories
 from memoryhub.queries.recall_filter import RecallFilter
 from memoryhub.queries.speaker_cues import QueryCues, read_cues
@@ -176,6 +177,14 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
         is_start = session.messages.using(using).count() <= 1
     shown: list[UUID] = []
 
+    # Whether the user is heavy (their own index), asked once for the profile and the ranking.
+    nearest = (
+        nearest_candidates(
+            user=user, mode=mode, recall_filter=RecallFilter(as_of=inputs.as_of), using=using
+        )
+        if PROFILE in enabled or MEMORIES in enabled
+        else None
+    )
     if PROFILE in enabled:
         profile = layers.profile_items(
             user=user,
@@ -184,6 +193,7 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             is_session_start=is_start,
             using=using,
             as_of=inputs.as_of,
+            is_heavy=nearest is not None,
         )
         lists.append(_memories(PROFILE, "profile", "profile", profile))
         shown += [item.id for item in profile]
@@ -217,6 +227,7 @@ def _user_layers(inputs: _LayerInputs, using: str) -> tuple[list[ListLayer], boo
             recall_filter=RecallFilter(exclude_ids=tuple(shown), as_of=inputs.as_of),
             now=inputs.now,
             using=using,
+            nearest=nearest,
         )
         relevant = [r for r in ranked if r.score >= MIN_RELEVANCE]
         items = decrypt_ranked(relevant, cipher)

@@ -126,6 +126,40 @@ def _recallable_rows(
         return [Memory.from_db(using, LOADED_FIELDS, row) for row in cursor.fetchall()]
 
 
+def _latest_profile_rows(
+    *, user: User, mode: Mode, importances: Sequence[Importance], using: str
+) -> list[Memory]:
+    """The profile's rows: recallable, of a profile kind, most important first, then newest.
+
+    The latest PROFILE_LIMIT of each kind and importance, each read backwards along the heavy
+    user's own profile index (mode, status, kind, importance, created_at; built with their
+    vector index, services/nearest_index.py), then merged: their 100,000 facts are not all read
+    and sorted to find the newest 20 (issue 34). A smaller user's are sorted: twelve branches
+    cost more to plan than 1,000 rows to sort.
+    """
+    scope_sql, scope_params = recallable_sql(user=user, mode=mode)
+    # One branch per kind and importance, each with its own constants: a join over a list of
+    # them left the planner blind to which, and it read all the user's rows once per pair.
+    branch = (
+        f"(SELECT m.* {scope_sql} AND m.kind = %s AND m.importance = %s"
+        " ORDER BY m.created_at DESC, m.id DESC LIMIT %s)"
+    )
+    pairs = [(str(kind), str(importance)) for kind in PROFILE_KINDS for importance in importances]
+    # Our own SQL fragments only; every value is a parameter.
+    sql = f"""
+        SELECT {LOADED_SQL} FROM ({" UNION ALL ".join(branch for _ in pairs)}) AS m
+        ORDER BY {_IMPORTANCE_RANK_SQL}, m.created_at DESC, m.id DESC LIMIT %s
+    """  # noqa: S608
+    params = [
+        *(value for pair in pairs for value in (*scope_params, *pair, PROFILE_LIMIT)),
+        *_IMPORTANCE_RANK_PARAMS,
+        PROFILE_LIMIT,
+    ]
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        return [Memory.from_db(using, LOADED_FIELDS, row) for row in cursor.fetchall()]
+
+
 def _open(
     rows: Iterable[Memory], cipher: UserCipher, as_of: datetime | None, using: str
 ) -> list[MemoryItem]:
@@ -143,16 +177,24 @@ def profile_items(
     is_session_start: bool,
     using: str = DEFAULT_DB_ALIAS,
     as_of: datetime | None = None,
+    is_heavy: bool = False,
 ) -> list[MemoryItem]:
     """Facts, preferences and procedures, most important first.
 
     At session start the whole profile (capped); later only the critical items, which hold
     what must never be forgotten (an allergy, a hard constraint). The rest arrives through the
-    relevant-memories layer when the message calls for it.
+    relevant-memories layer when the message calls for it. `is_heavy`: the user has their own
+    indexes (services/nearest_index.py), and too many memories to sort them all.
     """
+    if as_of is None and is_heavy:
+        importances = list(Importance) if is_session_start else [Importance.CRITICAL]
+        rows: Iterable[Memory] = _latest_profile_rows(
+            user=user, mode=mode, importances=importances, using=using
+        )
+        return _open(rows, cipher, as_of, using)
     if as_of is None:
         critical = "" if is_session_start else " AND m.importance = %s"
-        rows: Iterable[Memory] = _recallable_rows(
+        rows = _recallable_rows(
             user=user,
             mode=mode,
             using=using,

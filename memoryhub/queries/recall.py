@@ -43,7 +43,16 @@ from memoryhub.embeddings import Embedder
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, cipher_for
 from memoryhub.memory_rows import MemoryItem, decrypt_memory, memories_of, recallable_sql
-from memoryhub.models import Importance, Memory, MemoryKind, MemoryStatus, Mode, User
+from memoryhub.models import (
+    CountedMode,
+    Importance,
+    Memory,
+    MemoryKind,
+    MemoryStatus,
+    Mode,
+    TermCount,
+    User,
+)
 from memoryhub.queries.as_of import check_as_of, items_as_of
 from memoryhub.queries.memories import is_memory_in_use
 from memoryhub.queries.nearest import nearest_candidates, nearest_rows, scan_settings
@@ -192,11 +201,14 @@ def ranking_query(
     recall_filter: RecallFilter = NO_FILTER,
     now: datetime | None = None,
     nearest: int | None = None,
+    kept_counts: bool = True,
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters that rank the candidates (run by `rank_memories`).
 
     `query_vector` embeds `cues.text` (the query itself without cues), made by `vector_model`.
-    With `nearest`, only that many candidates nearest to it are ranked (queries/nearest.py).
+    With `nearest`, only that many candidates nearest to it are ranked (queries/nearest.py),
+    with the user's kept counts if they have them (`kept_counts=False`: counted here, as the
+    benchmark's side-by-side does).
     """
     cues = cues or QueryCues(text=query)
     term_numbers: list[int] = []
@@ -231,27 +243,48 @@ def ranking_query(
         # A heavy user's (queries/nearest.py): the nearest candidates, and those that hold a
         # rare query word (held by at most MEMORYHUB_NEAREST_WORD_CAP memories; 0: any word): a frequent
         # word weighs little, and its memories still get its weight when among the nearest.
-        # The IDF stays exact: each term's memories and the total are counted over all of the
-        # user's active rows, in the blind-index GIN and the scope index (no vector is read).
+        # The IDF is over all of the user's active rows: each term's memories and the total,
+        # kept as they write, else counted in the blind-index GIN and the scope index.
         # A confidence is only in the row: the few active rows of low confidence count too,
         # which moves an IDF by a hair, not a ranking.
         active = memories_of(user=user, mode=mode).filter(status=MemoryStatus.ACTIVE)
-        counted, size_params = active.values("id").order_by().query.sql_with_params()
-        size_sql = f"SELECT count(*)::float8 AS n FROM ({counted}) AS s"  # noqa: S608
+        counted, counted_params = active.values("id").order_by().query.sql_with_params()
         # Only our own column and CTE names are written into these fragments; the cap is a
         # parameter. `forms` and `held` are CTEs of the ranking SQL below.
-        holding, counts_params = (
+        holding, holding_params = (
             active.filter(RawSQL(f"{_TOKENS} && forms.digests", (), BooleanField()))  # noqa: S611
             .values("id")
             .order_by()
             .query.sql_with_params()
         )
-        counts_cte = f"""
+        live_size = f"(SELECT count(*)::float8 FROM ({counted}) AS s)"  # noqa: S608
+        live_held = f"(SELECT count(*) FROM ({holding}) AS h)"  # noqa: S608
+        if kept_counts:
+            # A heavy user's counts are kept as they write (services/term_counts.py): one row
+            # per mode and per query word form, instead of counting 100,000 rows. A term's
+            # count is the sum of its forms' (a memory holding "paint" and "painting" counts
+            # twice: a hair more common than it is). A mode not counted yet is counted here.
+            size_sql = f"SELECT coalesce((SELECT memory_count::float8 FROM kept), {live_size}) AS n"  # noqa: S608
+            size_params = tuple(counted_params)
+            counts_cte = f"""
+        kept AS MATERIALIZED (
+            SELECT memory_count FROM {CountedMode._meta.db_table} WHERE mode_id = %s AND user_id = %s
+        ),
         forms AS (SELECT term, array_agg(digest) AS digests FROM terms GROUP BY term),
         held AS MATERIALIZED (
-            SELECT forms.term, forms.digests, (SELECT count(*) FROM ({holding}) AS h) AS n
+            SELECT forms.term, forms.digests, CASE WHEN EXISTS (SELECT FROM kept) THEN (
+                SELECT coalesce(sum(tc.memory_count), 0) FROM {TermCount._meta.db_table} AS tc
+                WHERE tc.user_id = %s AND tc.mode_id = %s AND tc.digest = ANY(forms.digests)
+            ) ELSE {live_held} END AS n
             FROM forms
         ),"""  # noqa: S608
+            counts_params = (mode.pk, user.pk, user.pk, mode.pk, *holding_params)
+        else:
+            size_sql, size_params = f"SELECT {live_size} AS n", tuple(counted_params)
+            counts_cte = f"""
+        forms AS (SELECT term, array_agg(digest) AS digests FROM terms GROUP BY term),
+        held AS MATERIALIZED (SELECT forms.term, forms.digests, {live_held} AS n FROM forms),"""  # noqa: S608
+            counts_params = tuple(holding_params)
         counts_sql = "SELECT term, n FROM held WHERE n > 0"
         nearest_read = nearest_rows(read, vector=query_vector, model=vector_model, limit=nearest)
         cap = settings.MEMORYHUB_NEAREST_WORD_CAP
@@ -410,6 +443,7 @@ def rank_memories(
     now: datetime | None = None,
     using: str = DEFAULT_DB_ALIAS,
     nearest: int | Literal["auto"] | None = "auto",
+    kept_counts: bool = True,
 ) -> list[RankedMemory]:
     """Rank the user's recallable memories in the mode for a query; best first, at most k.
 
@@ -419,6 +453,8 @@ def rank_memories(
     nothing is audited here. `using` names the database to read (memoryhub/replicas.py chooses it).
     `nearest`: rank only that many candidates nearest the query, None: every candidate, "auto":
     the nearest for a heavy user (queries/nearest.py), every candidate for the others.
+    `kept_counts=False`: a heavy ranking counts its IDF at search time, even for a user whose
+    counts are kept (the benchmark's side-by-side).
     """
     if cues is None or query_vector is None or vector_model is None:
         if embedder is None:
@@ -440,6 +476,7 @@ def rank_memories(
         recall_filter=recall_filter,
         now=now,
         nearest=nearest,
+        kept_counts=kept_counts,
     )
     with connections[using].cursor() as cursor:
         if nearest is None:

@@ -17,7 +17,14 @@ from django.db import connection
 from django.db.models import Count
 
 from memoryhub.models import Memory, MemoryStatus
-from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, index_name
+from memoryhub.services.term_counts import counted_users, drop_term_counts, keep_term_counts
+from memoryhub.vector_search import (
+    HALF_PRECISION,
+    INDEX_PREFIX,
+    PROFILE_INDEX_PREFIX,
+    index_name,
+    profile_index_name,
+)
 
 # One run at a time (the daily task and the command): a run that finds an invalid index while it
 # holds this lock knows it is the leftover of an interrupted build, not one being built.
@@ -49,26 +56,41 @@ def heavy_users(*, threshold: int) -> set[UUID]:
 
 
 def indexed_users(*, valid: bool = True) -> set[UUID]:
-    """The users who have their own vector index (`valid=False`: an interrupted build's)."""
+    """The users who have their own vector index (`valid=False`: those with an index, vector or
+    profile, left invalid by an interrupted build)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indexrelid"
-            " WHERE i.indrelid = %s::regclass AND c.relname LIKE %s AND i.indisvalid = %s",
-            [Memory._meta.db_table, INDEX_PREFIX + "%", valid],
+            " WHERE i.indrelid = %s::regclass AND i.indisvalid = %s"
+            " AND (c.relname LIKE %s OR (NOT i.indisvalid AND c.relname LIKE %s))",
+            [Memory._meta.db_table, valid, INDEX_PREFIX + "%", PROFILE_INDEX_PREFIX + "%"],
         )
-        return {UUID(name.removeprefix(INDEX_PREFIX)) for (name,) in cursor.fetchall()}
+        names = [name for (name,) in cursor.fetchall()]
+    return {
+        UUID(name.removeprefix(INDEX_PREFIX).removeprefix(PROFILE_INDEX_PREFIX)) for name in names
+    }
 
 
 def create_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
-    """Build the user's index; concurrently (outside a transaction), writes go on meanwhile."""
+    """Build the user's indexes; concurrently (outside a transaction), writes go on meanwhile.
+
+    Their vector index, and their profile index: their latest memories of each kind and
+    importance, which context's profile layer reads without sorting all of them
+    (queries/context_layers.py). A btree over every user's rows would cost every write, and
+    72 MB over the bench's 1.1 million rows (docs/retrieval.md, "Heavy users").
+    """
     how = "CONCURRENTLY " if concurrently else ""
+    owner = f"WHERE user_id = '{UUID(str(user_id))}'::uuid"
     # Only a UUID's canonical text and our own names are formatted in.
     with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE INDEX {how}IF NOT EXISTS {index_name(user_id)} "
-            f"ON {Memory._meta.db_table} USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) "
-            f"WHERE user_id = '{UUID(str(user_id))}'::uuid"
+            f"ON {Memory._meta.db_table} USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) {owner}"
+        )
+        cursor.execute(
+            f"CREATE INDEX {how}IF NOT EXISTS {profile_index_name(user_id)} "
+            f"ON {Memory._meta.db_table} (mode_id, status, kind, importance, created_at) {owner}"
         )
 
 
@@ -76,12 +98,16 @@ def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
     how = "CONCURRENTLY " if concurrently else ""
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {index_name(user_id)}")
+        cursor.execute(f"DROP INDEX {how}IF EXISTS {profile_index_name(user_id)}")
 
 
 def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChanges:
-    """Give every heavy user an index; drop those of users who left or shrank below half.
+    """Give every heavy user an index and kept counts; drop those of users who left or shrank
+    below half.
 
     Half, not the threshold itself: a user hovering around it is not rebuilt again and again.
+    The counts (services/term_counts.py) go with the index: a user with one has the other,
+    also one indexed before the counts existed.
     One run at a time (a session advisory lock); a second run returns at once, `busy`.
     """
     with connection.cursor() as cursor:
@@ -107,8 +133,15 @@ def _index_heavy_users(*, threshold: int, concurrently: bool) -> IndexChanges:
     indexed = indexed_users()
     created = sorted(heavy - indexed)
     dropped = sorted(indexed - kept)
-    for user_id in created:
+    # Also those indexed before the profile index existed (IF NOT EXISTS: nothing for others).
+    for user_id in sorted((indexed | heavy) - set(dropped)):
         create_nearest_index(user_id=user_id, concurrently=concurrently)
     for user_id in dropped:
         drop_nearest_index(user_id=user_id, concurrently=concurrently)
+        drop_term_counts(user_id=user_id)
+    # A repaired user no longer heavy keeps no index, so no counts either.
+    for user_id in sorted(set(repaired) - heavy - indexed):
+        drop_term_counts(user_id=user_id)
+    for user_id in sorted((indexed | set(created)) - set(dropped) - counted_users()):
+        keep_term_counts(user_id=user_id)
     return IndexChanges(created=created, dropped=dropped, repaired=repaired)

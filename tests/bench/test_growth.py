@@ -7,6 +7,7 @@ import numpy as np
 from bench.growth import format_growth, measure_growth, noisy_copies, recall_at
 from memoryhub.models import Memory
 from memoryhub.services.nearest_index import indexed_users
+from memoryhub.services.term_counts import counted_users
 from memoryhub.vector_search import index_name
 
 TEXTS = [
@@ -63,6 +64,9 @@ def test_measure_growth_adds_each_user_once_and_reports_the_curve(db, embedder, 
     assert 0.0 <= large["recall_at_10"] <= 1.0
     assert large["search"]["n"] == len(queries)
     assert len(indexed_users()) == 1  # The user past the threshold only.
+    assert counted_users() == indexed_users()  # Their counts kept, as index_heavy_users does.
+    assert "ranking_nearest_counted_live" in large["variants"]
+    assert large["context_start_layers"]["n"] == len(queries)
     store = growth["storage"]
     assert store["rows"] == 40
     assert store["total_bytes"] >= store["heap_bytes"] + store["index_bytes"]

@@ -61,8 +61,9 @@ def _orm(user, mode):
     return memories_of(user=user, mode=mode).recallable()
 
 
+@pytest.mark.parametrize("is_heavy", [False, True])
 @pytest.mark.parametrize("is_session_start", [True, False])
-def test_profile_reads_what_the_orm_reads(user, personal, mixed, is_session_start):
+def test_profile_reads_what_the_orm_reads(user, personal, mixed, is_session_start, is_heavy):
     expected = _orm(user, personal).of_kind(*layers.PROFILE_KINDS)
     if not is_session_start:
         expected = expected.filter(importance=Importance.CRITICAL)
@@ -70,10 +71,41 @@ def test_profile_reads_what_the_orm_reads(user, personal, mixed, is_session_star
         "rank", "-created_at", "-id"
     )[: layers.PROFILE_LIMIT]
     items = layers.profile_items(
-        user=user, mode=personal, cipher=cipher_for(user), is_session_start=is_session_start
+        user=user,
+        mode=personal,
+        cipher=cipher_for(user),
+        is_session_start=is_session_start,
+        is_heavy=is_heavy,
     )
     assert _ids(items) == [row.pk for row in expected]
     assert items  # The oracle found something to compare.
+
+
+@pytest.mark.parametrize("is_heavy", [False, True])
+def test_profile_of_more_memories_than_it_shows_reads_what_the_orm_reads(
+    user, personal, embedder, is_heavy
+):
+    # More of one kind and importance than the profile shows, some written at the same moment
+    # (the id breaks the tie), and a few more important ones that must come first.
+    moment = factories.make_memory(user, personal, "first", embedder=embedder).created_at
+    for n in range(layers.PROFILE_LIMIT + 6):
+        kind = layers.PROFILE_KINDS[n % 2]
+        row = factories.make_memory(user, personal, f"fact {n}", kind=kind, embedder=embedder)
+        Memory.all_owners.filter(pk=row.pk).update(created_at=moment.replace(second=n // 3))
+    for n in range(3):
+        row = factories.make_memory(user, personal, f"important {n}", embedder=embedder)
+        Memory.all_owners.filter(pk=row.pk).update(importance=Importance.HIGH)
+    expected = (
+        _orm(user, personal)
+        .of_kind(*layers.PROFILE_KINDS)
+        .annotate(rank=layers._IMPORTANCE_RANK)
+        .order_by("rank", "-created_at", "-id")[: layers.PROFILE_LIMIT]
+    )
+    items = layers.profile_items(
+        user=user, mode=personal, cipher=cipher_for(user), is_session_start=True, is_heavy=is_heavy
+    )
+    assert _ids(items) == [row.pk for row in expected]
+    assert [item.importance for item in items[:3]] == [Importance.HIGH] * 3
 
 
 @pytest.mark.parametrize("in_session", [True, False])

@@ -15,6 +15,7 @@ from memoryhub import tasks
 from memoryhub.embeddings import MULTILINGUAL_E5
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Memory
+from memoryhub.queries.context import assemble_context
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.nearest_index import (
@@ -24,7 +25,8 @@ from memoryhub.services.nearest_index import (
     index_heavy_users,
     indexed_users,
 )
-from memoryhub.vector_search import index_name
+from memoryhub.services.term_counts import keep_term_counts
+from memoryhub.vector_search import index_name, profile_index_name
 from tests import factories
 from tests.concurrency import held_open
 
@@ -80,11 +82,14 @@ def _reads_nearest(call) -> bool:
     return any("halfvec" in query["sql"] for query in queries.captured_queries)
 
 
+@pytest.mark.parametrize("is_counted", [False, True])
 @pytest.mark.parametrize("word_cap", [0, 1])
 def test_with_every_memory_among_the_candidates_the_heavy_path_ranks_exactly(
-    heavy, personal, embedder, settings, word_cap
+    heavy, personal, embedder, settings, word_cap, is_counted
 ):
     settings.MEMORYHUB_NEAREST_WORD_CAP = word_cap
+    if is_counted:  # The IDF from the kept counts (services/term_counts.py), not counted here.
+        keep_term_counts(user_id=heavy.pk)
     for query in QUERIES:
         exact = _ranked(heavy, personal, query, embedder, nearest=None)
         nearest = _ranked(heavy, personal, query, embedder, nearest=len(FACTS))
@@ -238,18 +243,20 @@ def test_heavy_users_get_their_own_index_and_lose_it_when_they_shrink(heavy, oth
         (definition,) = cursor.fetchone()
     assert "hnsw" in definition
     assert str(heavy.pk) in definition
+    assert _index_exists(profile_index_name(heavy.pk))  # The profile layer's (context_layers.py)
     assert index_heavy_users(threshold=10, concurrently=False).created == []
     changes = index_heavy_users(threshold=1000, concurrently=False)
     assert changes.dropped == [heavy.pk]
     assert indexed_users() == set()
+    assert not _index_exists(profile_index_name(heavy.pk))
 
 
-def _mark_invalid(user_id) -> None:
+def _mark_invalid(user_id, name=index_name) -> None:
     """What a concurrent build cut short leaves behind: the index, marked invalid."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
-            [index_name(user_id)],
+            [name(user_id)],
         )
 
 
@@ -265,6 +272,23 @@ def test_an_interrupted_build_is_dropped_and_built_again(heavy):
     assert changes.created == [heavy.pk]
     assert indexed_users() == {heavy.pk}
     assert indexed_users(valid=False) == set()
+
+
+def test_an_interrupted_build_of_the_profile_index_is_built_again(heavy):
+    create_nearest_index(user_id=heavy.pk, concurrently=False)
+    _mark_invalid(heavy.pk, name=profile_index_name)
+    assert indexed_users() == indexed_users(valid=False) == {heavy.pk}
+
+    changes = index_heavy_users(threshold=10, concurrently=False)
+
+    assert changes.repaired == [heavy.pk]
+    assert indexed_users(valid=False) == set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = %s::regclass",
+            [profile_index_name(heavy.pk)],
+        )
+        assert cursor.fetchone() == (True,)
 
 
 def test_an_interrupted_build_of_a_user_no_longer_heavy_is_only_dropped(heavy):
@@ -312,3 +336,29 @@ def test_the_command_refuses_a_threshold_that_would_index_everyone(heavy):
     with pytest.raises(CommandError, match="at least 1"):
         call_command("index_heavy_users", threshold=0)
     assert indexed_users() == set()
+
+
+def _index_exists(name):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        return cursor.fetchone()[0]
+
+
+def test_a_heavy_users_context_reads_the_profile_along_the_index_and_ranks_through_it(
+    indexed, personal, embedder, system_actor
+):
+    with CaptureQueriesContext(connection) as queries:
+        bundle = assemble_context(
+            user=indexed,
+            mode=personal,
+            agent=None,
+            message="Where does Claire live?",
+            actor=system_actor,
+            embedder=embedder,
+        )
+    sqls = [query["sql"] for query in queries.captured_queries]
+    assert any("halfvec" in sql for sql in sqls)
+    # The profile's latest memories of each kind and importance, not all of them sorted.
+    assert any("UNION ALL" in sql and "importance" in sql for sql in sqls)
+    profile = next(block for block in bundle.blocks if block.key == "profile")
+    assert "My sister Claire lives in Lyon." in profile.text

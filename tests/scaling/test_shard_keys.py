@@ -45,6 +45,8 @@ BY_USER = {
     "memoryhub_userlink",
     "memoryhub_memoryusage",
     "memoryhub_userwritemark",
+    "memoryhub_countedmode",
+    "memoryhub_termcount",
     "review_answerrecord",
     "review_learningcandidate",
 }
