@@ -17,7 +17,7 @@ from django.db import connection
 from django.db.models import Count
 
 from memoryhub.models import Memory, MemoryStatus
-from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, index_name
+from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, forget_own_index, index_name
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,14 @@ def create_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
             f"ON {Memory._meta.db_table} USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) "
             f"WHERE user_id = '{UUID(str(user_id))}'::uuid"
         )
+    forget_own_index(user_id)
 
 
 def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
     how = "CONCURRENTLY " if concurrently else ""
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {index_name(user_id)}")
+    forget_own_index(user_id)
 
 
 def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChanges:
