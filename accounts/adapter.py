@@ -31,7 +31,13 @@ from django.views.decorators.debug import sensitive_variables
 from accounts.languages import keep_browser_language
 from memoryhub.actors import Actor
 from memoryhub.keyring import open_secret, seal_secret
-from memoryhub.models import DEFAULT_MODES, Mode
+from memoryhub.models import (
+    DEFAULT_MODE_NAMES,
+    DEFAULT_MODES,
+    DEFAULT_WORKSPACE_NAME,
+    DEFAULT_WORKSPACE_SLUG,
+    Mode,
+)
 from memoryhub.services.agents import get_or_create_workspace, revoke_personal_keys
 
 MFA_SEAL_PURPOSE = "mfa"
@@ -47,12 +53,14 @@ SEALED_FIELDS = {
 class AccountAdapter(DefaultAccountAdapter):  # type: ignore[misc]  # allauth is untyped.
     def save_user(self, request: HttpRequest, user: Any, form: Any, commit: bool = True) -> Any:
         if not getattr(user, "workspace_id", None):
-            user.workspace = get_or_create_workspace(slug="default", name="Default workspace")
+            user.workspace = get_or_create_workspace(
+                slug=DEFAULT_WORKSPACE_SLUG, name=DEFAULT_WORKSPACE_NAME
+            )
         saved = super().save_user(request, user, form, commit=commit)
         if commit:
             for slug in DEFAULT_MODES:
                 Mode.objects.get_or_create(
-                    user=saved, slug=slug, defaults={"name": slug.capitalize()}
+                    user=saved, slug=slug, defaults={"name": DEFAULT_MODE_NAMES[slug]}
                 )
         return saved
 

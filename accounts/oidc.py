@@ -16,6 +16,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy
 
 from memoryhub.mcp.oauth import MCP_PATH, MODE_SCOPE_PREFIX, SCOPES_SUPPORTED
+from memoryhub.models import DEFAULT_MODE_NAMES
 
 
 class OIDCAdapter(DefaultOIDCAdapter):  # type: ignore[misc]  # mypy sees allauth.idp as Any.
@@ -25,7 +26,8 @@ class OIDCAdapter(DefaultOIDCAdapter):  # type: ignore[misc]  # mypy sees allaut
         **{
             scope: format_lazy(
                 gettext_lazy("Read and write your memory in the {mode} mode"),
-                mode=scope.removeprefix(MODE_SCOPE_PREFIX),
+                # Every scope is a default mode's: its default name, in the page's language.
+                mode=gettext_lazy(DEFAULT_MODE_NAMES[scope.removeprefix(MODE_SCOPE_PREFIX)]),
             )
             for scope in SCOPES_SUPPORTED
         },

@@ -7,11 +7,12 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 
 from accounts.roles import require_staff
-from memoryhub.errors import GoneError
+from memoryhub.errors import ConflictError, GoneError
 from memoryhub.http import AuthedRequest, domain_errors_as_http, redirect_after_post, staff_actor
 from memoryhub.models import ActorType, Channel
 from memoryhub.queries.user_links import linked_logins
@@ -42,8 +43,8 @@ def link_undo(request: AuthedRequest, link_id: int) -> HttpResponse:
             admin=request.user,
             actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
         )
-    except GoneError as error:
-        messages.info(request, f"{str(error).capitalize()}.")
+    except (GoneError, ConflictError) as error:
+        messages.info(request, capfirst(f"{error.in_words()}."))
     else:
         messages.success(
             request,

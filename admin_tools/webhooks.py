@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.text import format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST, require_safe
@@ -21,12 +22,25 @@ from memoryhub.models import ActorType, Channel
 from memoryhub.webhooks import events, queries, services
 
 PAGE_SIZE = 50
+# What each event says, for the form; its code stays beside it: the receiver matches on it.
+EVENT_WORDS = {
+    events.MEMORY_CREATED: _("a memory was created"),
+    events.MEMORY_UPDATED: _("a memory was changed"),
+    events.MEMORY_FORGOTTEN: _("memories were forgotten or deleted"),
+    events.SESSION_EXTRACTED: _("memories were taken from a conversation"),
+    events.CANDIDATE_WAITING: _("an item waits in the review queue"),
+    events.REVIEW_DECIDED: _("a reviewer decided on an item of the review queue"),
+    events.USER_DELETED: _("a user was deleted"),
+}
 
 
 class WebhookForm(forms.Form):
     url = forms.URLField(label=_("Url"), max_length=500, assume_scheme="https")
     event_types = forms.MultipleChoiceField(
-        choices=[(event, event) for event in events.EVENT_TYPES],
+        choices=[
+            (event, format_lazy("{code} ({words})", code=event, words=EVENT_WORDS[event]))
+            for event in events.EVENT_TYPES
+        ],
         widget=forms.CheckboxSelectMultiple,
         label=_("Events"),
     )
@@ -80,7 +94,7 @@ def webhook_create(request: AuthedRequest) -> HttpResponse:
             actor=staff_actor(request, ActorType.ADMIN, Channel.ADMIN),
         )
     except InvalidInputError as error:
-        form.add_error(None, str(error))
+        form.add_error(None, error.in_words())
         return _page(request, form=form, status=422)
     return _page(request, form=WebhookForm(), shown=endpoint)
 

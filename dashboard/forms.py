@@ -58,8 +58,15 @@ class MemoryEditForm(forms.Form):
     importance = forms.ChoiceField(choices=IMPORTANCE_CHOICES)
 
 
+class ModeChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]  # Stubs-only generic.
+    """A choice of the user's modes, each by the name the pages show (Mode.display_name)."""
+
+    def label_from_instance(self, obj: Mode) -> str:
+        return obj.display_name
+
+
 class CopyForm(forms.Form):
-    target = forms.ModelChoiceField(queryset=Mode.objects.none(), label=_("Copy to mode"))
+    target = ModeChoiceField(queryset=Mode.objects.none(), label=_("Copy to mode"))
 
     def __init__(self, *args: Any, user: User, mode: Mode, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -195,7 +202,7 @@ class DeleteAllForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.mode = mode
         self.fields["scope"].choices = [  # type: ignore[attr-defined]  # A ChoiceField.
-            (mode.slug, gettext("Everything in the “{name}” mode").format(name=mode.name)),
+            (mode.slug, gettext("Everything in the “{name}” mode").format(name=mode.display_name)),
             (EVERYTHING, gettext("Everything in every mode")),
         ]
 
@@ -250,7 +257,7 @@ class RetentionForm(forms.Form):
 
 class PersonalKeyForm(forms.Form):
     name = forms.CharField(label=_("Name (for example: my desktop assistant)"), max_length=100)
-    mode = forms.ModelChoiceField(
+    mode = ModeChoiceField(
         queryset=Mode.objects.none(),
         required=False,
         empty_label=_("Any of my modes"),
@@ -271,7 +278,7 @@ class AccessFilterForm(forms.Form):
 
 class ImportForm(forms.Form):
     file = forms.FileField(label=_("File (JSON)"))
-    mode = forms.ModelChoiceField(
+    mode = ModeChoiceField(
         queryset=Mode.objects.none(),
         empty_label=None,
         label=_("Into this mode (a MemoryHub export keeps its own modes)"),

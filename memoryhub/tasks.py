@@ -27,6 +27,7 @@ from memoryhub.services import (
     forget_tasks,
     idempotency,
     ingest,
+    nearest_index,
     ratelimit,
     retention,
     sessions,
@@ -261,3 +262,26 @@ def run_import(job_id: str) -> str | None:
 def requeue_stranded_imports() -> int:
     """Queue again the imports whose task was lost; a run already at work is left alone."""
     return import_services.requeue_stranded_imports()
+
+
+@_task(
+    "memoryhub.index_heavy_users",
+    # Builds run concurrently with writes; 100,000 memories took 40 s under load. Below the
+    # broker's visibility timeout like every task; a build cut short is repaired next run.
+    soft_time_limit=3000,
+    time_limit=3300,
+    max_retries=0,
+)
+def index_heavy_users() -> dict[str, int]:
+    """Heavy users' own vector indexes, built and dropped (services/nearest_index.py)."""
+    threshold = settings.MEMORYHUB_NEAREST_FROM
+    if threshold <= 0:
+        # 0 keeps every search exact: no index would be read.
+        return {"created": 0, "dropped": 0, "repaired": 0, "busy": 0}
+    changes = nearest_index.index_heavy_users(threshold=threshold)
+    return {
+        "created": len(changes.created),
+        "dropped": len(changes.dropped),
+        "repaired": len(changes.repaired),
+        "busy": int(changes.busy),
+    }

@@ -72,7 +72,7 @@ def _send_digest(reviewer: User, counts: WaitingCounts) -> bool:
             "email/review_digest.txt",
             {
                 "counts": counts,
-                "workspace_name": reviewer.workspace.name,
+                "workspace_name": reviewer.workspace.display_name,
                 "queue_url": queue_url,
                 "answers_url": f"{queue_url}?kind={Kind.ANSWER}",
                 "facts_url": f"{queue_url}?kind={Kind.FACT}",
@@ -83,7 +83,7 @@ def _send_digest(reviewer: User, counts: WaitingCounts) -> bool:
             "{count} waiting for review in {workspace}",
             "{count} waiting for review in {workspace}",
             counts.total,
-        ).format(count=counts.total, workspace=reviewer.workspace.name)
+        ).format(count=counts.total, workspace=reviewer.workspace.display_name)
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [str(reviewer.email)])
     except (smtplib.SMTPException, OSError):

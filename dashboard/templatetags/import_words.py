@@ -7,9 +7,12 @@ names and reasons are put into the reader's language here, when shown.
 from __future__ import annotations
 
 from django import template
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrPromise
+
+from memoryhub.imports.words import item_in_words
+from memoryhub.models import mode_name_in_words
 
 register = template.Library()
 
@@ -30,16 +33,6 @@ SKIP_REASONS: dict[str, StrPromise] = {
 }
 MEMORY_OFF_PREFIX = "memory is off in mode "
 TOO_LARGE_PREFIX = "content is "
-# The nouns that name an item of the file ("mode work, memory 3", "conversation 2, message 5").
-ITEM_NOUNS: dict[str, StrPromise] = {
-    "memory": pgettext_lazy("import item", "memory"),
-    "session": pgettext_lazy("import item", "session"),
-    "conversation": pgettext_lazy("import item", "conversation"),
-    "message": pgettext_lazy("import item", "message"),
-    "version": pgettext_lazy("import item", "version"),
-    "mode": pgettext_lazy("import item", "mode"),
-    "item": pgettext_lazy("import item", "item"),
-}
 
 
 @register.filter
@@ -49,7 +42,9 @@ def skip_reason(reason: str) -> str:
         return str(SKIP_REASONS[reason])
     if reason.startswith(MEMORY_OFF_PREFIX):
         mode = reason.removeprefix(MEMORY_OFF_PREFIX)
-        return gettext("memory is off in the {mode} mode").format(mode=mode)
+        return gettext("memory is off in the {mode} mode").format(
+            mode=mode_name_in_words(mode, mode)
+        )
     if reason.startswith(TOO_LARGE_PREFIX) and reason.endswith(" bytes"):
         return gettext("the text is over the size limit")
     return reason
@@ -58,11 +53,7 @@ def skip_reason(reason: str) -> str:
 @register.filter
 def skipped_item(name: str) -> str:
     """ "mode work, memory 3" in the reader's language: each part's first word translated."""
-    parts = []
-    for part in name.split(", "):
-        noun, space, rest = part.partition(" ")
-        parts.append(f"{ITEM_NOUNS[noun]}{space}{rest}" if noun in ITEM_NOUNS else part)
-    return ", ".join(parts)
+    return item_in_words(name)
 
 
 @register.filter

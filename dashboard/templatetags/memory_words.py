@@ -6,16 +6,24 @@ from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
-from django.utils.formats import date_format
+from django.utils.formats import date_format, get_format_modules
 from django.utils.text import capfirst
 from django.utils.timesince import timesince
-from django.utils.translation import gettext, ngettext_lazy, pgettext_lazy
+from django.utils.translation import get_language, gettext, ngettext_lazy, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise, StrPromise
 
 from memoryhub.audit.actions import action_words as _action_words
 from memoryhub.memory_rows import MemoryItem
-from memoryhub.models import ActorType, Channel, Confidence, MemoryKind, MemorySource, MemoryStatus
+from memoryhub.models import (
+    ActorType,
+    Channel,
+    Confidence,
+    MemoryKind,
+    MemorySource,
+    MemoryStatus,
+    mode_name_in_words,
+)
 from memoryhub.queries.overview import confidence_word as _confidence_word
 
 register = template.Library()
@@ -189,3 +197,38 @@ def when(moment: datetime | None) -> str:
     if age < timedelta(days=1):
         return gettext("{time} ago").format(time=timesince(moment, depth=1))
     return date_format(timezone.localtime(moment), "DATETIME_FORMAT")
+
+
+@register.filter
+def exact_time(moment: datetime | None) -> str:
+    """A moment to the second with its time zone, for the admin tables: « 3 déc. 2026, 18:07:05
+    UTC » (EXACT_DATETIME_FORMAT of memoryhub/formats/<language>)."""
+    if moment is None:
+        return ""
+    return date_format(timezone.localtime(moment), _own_format("EXACT_DATETIME_FORMAT"))
+
+
+@register.filter
+def zoned_time(moment: datetime | None) -> str:
+    """A moment to the minute with its time zone: « 3 déc. 2026, 18:07 UTC »."""
+    if moment is None:
+        return ""
+    return date_format(timezone.localtime(moment), _own_format("ZONED_DATETIME_FORMAT"))
+
+
+def _own_format(name: str) -> str:
+    """A date format of ours (memoryhub/formats), in the active language.
+
+    Django's get_format() knows only its own names and returns any other name as it is.
+    """
+    for module in get_format_modules(get_language()):
+        if hasattr(module, name):
+            return str(getattr(module, name))
+    raise LookupError(name)
+
+
+@register.filter
+def mode_slug_name(slug: str) -> str:
+    """A mode known only by its slug (the access log, review candidates): a default mode by its
+    name in the reader's language, any other by its slug."""
+    return mode_name_in_words(slug, slug) if slug else slug

@@ -85,11 +85,11 @@ def mode_memory(request: AuthedRequest, mode_slug: str) -> HttpResponse:
             request,
             _(
                 "Memory is off in the “{name}” mode: agents get nothing of it and save nothing."
-            ).format(name=mode.name),
+            ).format(name=mode.display_name),
         )
     else:
         messages.success(
-            request, _("Memory is on again in the “{name}” mode.").format(name=mode.name)
+            request, _("Memory is on again in the “{name}” mode.").format(name=mode.display_name)
         )
     if request.POST.get("next") == "list":
         return redirect(list_url(mode))

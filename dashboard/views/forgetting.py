@@ -139,7 +139,7 @@ def _preview_and_forget(
         return None, None
     request.session.pop(TOPIC_SESSION_KEY, None)  # Forgotten: the topic is not kept either.
     named = [item for item in preview.items if item.id in set(receipt.memory_ids)]
-    _keep_receipt(request, receipt, what=form.describe(), mode_name=mode.name, items=named)
+    _keep_receipt(request, receipt, what=form.describe(), mode_name=mode.display_name, items=named)
     messages.success(request, _gone_message(receipt, is_forget=True))
     return preview, redirect("dashboard:receipt")
 
@@ -226,7 +226,7 @@ def delete_all(request: AuthedRequest, mode_slug: str) -> HttpResponse:
             what, mode_name = _("everything"), _("every mode")
         else:
             result = forget_mode(user=request.user, mode=mode, actor=actor, embedder=embedder)
-            what, mode_name = _("everything"), mode.name
+            what, mode_name = _("everything"), mode.display_name
         _keep_receipt(request, result, what=what, mode_name=mode_name)
         messages.success(request, _gone_message(result, is_forget=False))
         return redirect("dashboard:receipt")

@@ -381,7 +381,7 @@ def memory_copy(request: AuthedRequest, mode_slug: str, memory_id: UUID) -> Http
         actor=actor_of(request),
         embedder=embedder_for_workspace(request.user.workspace),
     )
-    message = _("Copied to the “{name}” mode.").format(name=target.name)
+    message = _("Copied to the “{name}” mode.").format(name=target.display_name)
     return _done(request, mode, memory_id, message)
 
 
@@ -427,6 +427,8 @@ def mode_create(request: AuthedRequest) -> HttpResponse:
         return redirect("dashboard:memory_list")
     messages.success(
         request,
-        _("The “{name}” mode is ready. Nothing crosses between modes.").format(name=mode.name),
+        _("The “{name}” mode is ready. Nothing crosses between modes.").format(
+            name=mode.display_name
+        ),
     )
     return redirect(f"{reverse('dashboard:memory_list')}?mode={mode.slug}")

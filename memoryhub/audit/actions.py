@@ -217,7 +217,7 @@ class AuditAction(StrEnum):
     # A workspace's settings (never about one user).
     WORKSPACE_EMBEDDING_MODEL = (
         "workspace.embedding_model",
-        "chose the model that embeds a workspace's texts",
+        _("chose the model that embeds a workspace's texts"),
         Changes.STATE,
     )
     # The audit log itself, and admins' pages (the last three are never about one user).

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from .records import ImportFileError, MessageRecord, Record, SessionRecord, SkippedRecord
 from .streams import (
     Opener,
@@ -66,7 +68,7 @@ def chatgpt_conversation(raw: Any, where: str) -> Record:
     mapping = item.get("mapping")
     source_id = id_of(item.get("conversation_id") or item.get("id"))
     if not isinstance(mapping, dict):
-        raise ImportFileError(f"{where} has no 'mapping' of messages")
+        raise ImportFileError(gettext_noop("{where} has no 'mapping' of messages"), where=where)
     label = f"conversation {source_id}" if source_id else where
     messages = []
     for node in _chatgpt_branch(mapping, item.get("current_node")):
@@ -101,7 +103,7 @@ def claude_conversation(raw: Any, where: str) -> Record:
     chat = item.get("chat_messages")
     source_id = id_of(item.get("uuid"))
     if not isinstance(chat, list):
-        raise ImportFileError(f"{where} has no list of 'chat_messages'")
+        raise ImportFileError(gettext_noop("{where} has no list of 'chat_messages'"), where=where)
     label = f"conversation {source_id}" if source_id else where
     messages = []
     for index, raw_message in enumerate(chat):

@@ -95,7 +95,9 @@ def _memoryhub_session(raw: Any, mode: str, where: str) -> SessionRecord:
     source_id = id_of(item.get("id"))
     messages_raw = item.get("messages") or []
     if source_id is None or not isinstance(messages_raw, list):
-        raise ImportFileError(f"{where} has no id or its messages are not a list")
+        raise ImportFileError(
+            gettext_noop("{where} has no id or its messages are not a list"), where=where
+        )
     messages = []
     for index, message in enumerate(messages_raw):
         entry = require_object(message, f"{where}, message {index}")
@@ -103,7 +105,9 @@ def _memoryhub_session(raw: Any, mode: str, where: str) -> SessionRecord:
             "user",
             "assistant",
         ):
-            raise ImportFileError(f"{where}, message {index} has no role or no text")
+            raise ImportFileError(
+                gettext_noop("{where} has no role or no text"), where=f"{where}, message {index}"
+            )
         messages.append(
             MessageRecord(
                 role=entry["role"],
@@ -128,12 +132,14 @@ def _memoryhub_memory(raw: Any, mode: str, where: str) -> MemoryRecord:
     item = require_object(raw, where)
     source_id = id_of(item.get("id"))
     if source_id is None or not isinstance(item.get("content"), str):
-        raise ImportFileError(f"{where} has no id or no content")
+        raise ImportFileError(gettext_noop("{where} has no id or no content"), where=where)
     versions = []
     for index, version in enumerate(item.get("previous_versions") or []):
         entry = require_object(version, f"{where}, version {index}")
         if not isinstance(entry.get("content"), str):
-            raise ImportFileError(f"{where}, version {index} has no content")
+            raise ImportFileError(
+                gettext_noop("{where} has no content"), where=f"{where}, version {index}"
+            )
         versions.append(
             VersionRecord(
                 content=entry["content"],
@@ -166,6 +172,10 @@ def _memoryhub_memory(raw: Any, mode: str, where: str) -> MemoryRecord:
     )
 
 
+# How an error names one item of a list ("mode work, memory 3"; words.py puts it into words).
+_ITEM_NOUN = {"sessions": "session", "memories": "memory"}
+
+
 def _read_memoryhub(opener: Opener) -> Iterator[Record]:
     # Two passes: every session first, so that a memory finds the session it came from.
     for wanted in ("sessions", "memories"):
@@ -176,7 +186,7 @@ def _read_memoryhub(opener: Opener) -> Iterator[Record]:
             if prefix == "modes.item.slug":
                 mode, counter = str(value), 0
                 continue
-            where = f"mode {mode}, {wanted[:-1]} {counter}"
+            where = f"mode {mode}, {_ITEM_NOUN[wanted]} {counter}"
             counter += 1
             if wanted == "sessions":
                 yield _memoryhub_session(value, mode, where)
@@ -191,7 +201,7 @@ def _mem0_memory(raw: Any, where: str) -> Record:
     item = require_object(raw, where)
     text = item.get("memory")
     if not isinstance(text, str):
-        raise ImportFileError(f"{where} has no 'memory' text")
+        raise ImportFileError(gettext_noop("{where} has no 'memory' text"), where=where)
     source_id = id_of(item.get("id"))
     key = f"mem0:{source_id}" if source_id else content_key("mem0", text)
     label = f"memory {source_id}" if source_id else where
@@ -238,7 +248,7 @@ def _openmemory_memory(raw: Any, categories: dict[str, str], where: str) -> Reco
     item = require_object(raw, where)
     text = item.get("content")
     if not isinstance(text, str):
-        raise ImportFileError(f"{where} has no 'content' text")
+        raise ImportFileError(gettext_noop("{where} has no 'content' text"), where=where)
     source_id = id_of(item.get("id"))
     key = f"openmemory:{source_id}" if source_id else content_key("openmemory", text)
     label = f"memory {source_id}" if source_id else where

@@ -12,7 +12,8 @@ class ImportFileError(ValueError):
 
     `code` is the API's error code; the message names the line or the item, never its text.
     Like a MemoryHubError's, a message marked with gettext_noop keeps its words apart, so
-    that the upload page can say it in the reader's language.
+    that the upload page can say it in the reader's language (words.py); the item it names
+    is passed as `where`.
     """
 
     def __init__(self, detail: str, *, code: str = "import_malformed", **words: object) -> None:

@@ -49,6 +49,7 @@ from memoryhub.task_queue import RUN_IMPORT, enqueue
 from .formats import Opener, detect_format, read_records
 from .records import ImportFileError, MemoryRecord, Record, SessionRecord, SkippedRecord
 from .uploads import SealedReader, delete_upload, seal_upload
+from .words import file_error_in_words
 from .writing import BatchReport, write_memories, write_sessions
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,10 @@ class ImportFileRejectedError(MemoryHubError):
     def __init__(self, error: ImportFileError) -> None:
         super().__init__(error.message, **error.words)
         self.code = error.code
+
+    def in_words(self) -> str:
+        """The message in the reader's language, and the item it names ("memory 3") too."""
+        return file_error_in_words(self.message, self.words)
 
 
 def _actor_of(job: ImportJob) -> Actor:
@@ -125,7 +130,9 @@ def start_import(
     """
     _check_allowed(user, mode, actor, agent)
     if file_format is not None and file_format not in ImportFormat.values:
-        raise InvalidInputError(f"format must be one of: {', '.join(ImportFormat.values)}")
+        raise InvalidInputError(
+            gettext_noop("format must be one of: {formats}"), formats=", ".join(ImportFormat.values)
+        )
     job_id = uuid4()
     upload = seal_upload(chunks, name=job_id, limit=settings.MEMORYHUB_MAX_IMPORT_BYTES)
     try:

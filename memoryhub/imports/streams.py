@@ -128,7 +128,9 @@ def parse_when(value: Any, *, where: str) -> datetime | None:
             return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         pass
-    raise ImportFileError(f"{where}: a date is neither ISO 8601 nor a Unix time")
+    raise ImportFileError(
+        gettext_noop("{where}: a date is neither ISO 8601 nor a Unix time"), where=where
+    )
 
 
 def content_key(prefix: str, *parts: Any) -> str:
@@ -144,5 +146,5 @@ def source_id(value: Any) -> str | None:
 
 def require_object(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(item, dict):
-        raise ImportFileError(f"{where} is not a JSON object")
+        raise ImportFileError(gettext_noop("{where} is not a JSON object"), where=where)
     return item

@@ -45,7 +45,10 @@ from .user_links import UserLink
 from .webhooks import WebhookDelivery, WebhookEndpoint
 from .workspace_keys import WorkspaceKey
 from .workspaces import (
+    DEFAULT_MODE_NAMES,
     DEFAULT_MODES,
+    DEFAULT_WORKSPACE_NAME,
+    DEFAULT_WORKSPACE_SLUG,
     Agent,
     AgentBlock,
     AgentGrant,
@@ -55,11 +58,15 @@ from .workspaces import (
     User,
     UserKey,
     Workspace,
+    mode_name_in_words,
 )
 from .write_marks import UserWriteMark
 
 __all__ = [
     "DEFAULT_MODES",
+    "DEFAULT_MODE_NAMES",
+    "DEFAULT_WORKSPACE_NAME",
+    "DEFAULT_WORKSPACE_SLUG",
     "IMPORTED_END_REASON",
     "IMPORTED_FOR_REVIEW_END_REASON",
     "ActorType",
@@ -112,4 +119,5 @@ __all__ = [
     "Workspace",
     "WorkspaceKey",
     "WorkspaceNodeType",
+    "mode_name_in_words",
 ]

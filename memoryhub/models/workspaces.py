@@ -8,8 +8,15 @@ from typing import Any, ClassVar
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 DEFAULT_MODES = ("personal", "work")
+# The names every user's default modes start with, stored in English; pages say them in the
+# reader's language (Mode.display_name) until the user renames the mode.
+DEFAULT_MODE_NAMES = {"personal": gettext_noop("Personal"), "work": gettext_noop("Work")}
+# The workspace of the people who sign up themselves: shown in the reader's language too.
+DEFAULT_WORKSPACE_SLUG = "default"
+DEFAULT_WORKSPACE_NAME = gettext_noop("Default workspace")
 
 
 class Workspace(models.Model):
@@ -53,6 +60,14 @@ class Workspace(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    @property
+    def display_name(self) -> str:
+        """The name to show: the sign-up workspace's untouched name in the reader's language,
+        any other as an admin typed it. The stored name is never rewritten."""
+        if self.slug == DEFAULT_WORKSPACE_SLUG and self.name == DEFAULT_WORKSPACE_NAME:
+            return gettext(DEFAULT_WORKSPACE_NAME)
+        return self.name
+
 
 class UserManager(BaseUserManager["User"]):
     """Users log in by email; agent-created users have none until a person links their login."""
@@ -62,7 +77,7 @@ class UserManager(BaseUserManager["User"]):
     def _create(self, email: str | None, password: str | None, **fields: Any) -> User:
         if "workspace" not in fields and "workspace_id" not in fields:
             fields["workspace"], _ = Workspace.objects.get_or_create(
-                slug="default", defaults={"name": "Default workspace"}
+                slug=DEFAULT_WORKSPACE_SLUG, defaults={"name": DEFAULT_WORKSPACE_NAME}
             )
         user = self.model(email=self.normalize_email(email) if email else None, **fields)
         user.set_password(password)
@@ -143,6 +158,24 @@ class Mode(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def display_name(self) -> str:
+        """The name to show: a default mode's untouched name in the reader's language, any
+        other name as the user typed it. The stored name is never rewritten."""
+        return mode_name_in_words(self.slug, self.name)
+
+
+def mode_name_in_words(slug: str, name: str) -> str:
+    """A mode's name for a page; `name` is as stored (a slug alone, for rows that keep only it).
+
+    A default mode is made as "Personal" (at sign-up) or as its slug "personal" (on demand,
+    services/users.ensure_mode): both are still the untouched default.
+    """
+    default = DEFAULT_MODE_NAMES.get(slug)
+    if default is not None and name in (default, slug):
+        return gettext(default)
+    return name
 
 
 class UserKey(models.Model):

@@ -30,7 +30,14 @@ QUERY_STOPWORDS = frozenset(
         "quel quelle quels quelles lequel laquelle combien "
         "suis es sommes etes sont ont avez avons ete etre avoir fait faire "
         "chez vers sans sous entre comme tres plus moins aussi bien tout tous toute toutes "
-        "rien encore deja"
+        "rien encore deja "
+        # The French auxiliaries that English says with its modals (will can may must would
+        # could should, listed above): the present and conditional of aller, pouvoir, devoir
+        # and vouloir ("je vais partir", "peuvent me trouver", "je voudrais").
+        "vais vas va allons allez vont irais irait "
+        "peux peut pouvons pouvez peuvent pourrais pourrait "
+        "dois doit devons devez doivent devrais devrait "
+        "veux veut voulons voulez veulent voudrais voudrait"
     )
 )
 # Suffix rules are for words of this many letters or more: "is" → "iss" helps nobody.

@@ -10,7 +10,7 @@ have grown a user; until it has, their search is exact (and slow).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from django.db import connection
@@ -19,11 +19,20 @@ from django.db.models import Count
 from memoryhub.models import Memory, MemoryStatus
 from memoryhub.vector_search import HALF_PRECISION, INDEX_PREFIX, forget_own_index, index_name
 
+# One run at a time (the daily task and the command): a run that finds an invalid index while it
+# holds this lock knows it is the leftover of an interrupted build, not one being built.
+RUN_LOCK = "memoryhub:index_heavy_users"
+
 
 @dataclass(frozen=True)
 class IndexChanges:
     created: list[UUID]
     dropped: list[UUID]
+    # Leftovers of an interrupted concurrent build (PostgreSQL keeps them, marked invalid,
+    # and no query reads them): dropped, and built again if the user is still heavy.
+    repaired: list[UUID] = field(default_factory=list)
+    # Another run held the lock: this one did nothing.
+    busy: bool = False
 
 
 def heavy_users(*, threshold: int) -> set[UUID]:
@@ -39,12 +48,14 @@ def heavy_users(*, threshold: int) -> set[UUID]:
     return set(rows)
 
 
-def indexed_users() -> set[UUID]:
-    """The users who have their own vector index."""
+def indexed_users(*, valid: bool = True) -> set[UUID]:
+    """The users who have their own vector index (`valid=False`: an interrupted build's)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s",
-            [Memory._meta.db_table, INDEX_PREFIX + "%"],
+            "SELECT c.relname FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE i.indrelid = %s::regclass AND c.relname LIKE %s AND i.indisvalid = %s",
+            [Memory._meta.db_table, INDEX_PREFIX + "%", valid],
         )
         return {UUID(name.removeprefix(INDEX_PREFIX)) for (name,) in cursor.fetchall()}
 
@@ -73,7 +84,26 @@ def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChan
     """Give every heavy user an index; drop those of users who left or shrank below half.
 
     Half, not the threshold itself: a user hovering around it is not rebuilt again and again.
+    One run at a time (a session advisory lock); a second run returns at once, `busy`.
     """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [RUN_LOCK])
+        (locked,) = cursor.fetchone()
+    if not locked:
+        return IndexChanges(created=[], dropped=[], busy=True)
+    try:
+        return _index_heavy_users(threshold=threshold, concurrently=concurrently)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [RUN_LOCK])
+
+
+def _index_heavy_users(*, threshold: int, concurrently: bool) -> IndexChanges:
+    # A build stopped half-way (a deploy, a time limit) leaves an invalid index under the name,
+    # which CREATE ... IF NOT EXISTS would take for done: drop it first.
+    repaired = sorted(indexed_users(valid=False))
+    for user_id in repaired:
+        drop_nearest_index(user_id=user_id, concurrently=concurrently)
     heavy = heavy_users(threshold=threshold)
     kept = heavy_users(threshold=max(1, threshold // 2))
     indexed = indexed_users()
@@ -83,4 +113,4 @@ def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChan
         create_nearest_index(user_id=user_id, concurrently=concurrently)
     for user_id in dropped:
         drop_nearest_index(user_id=user_id, concurrently=concurrently)
-    return IndexChanges(created=created, dropped=dropped)
+    return IndexChanges(created=created, dropped=dropped, repaired=repaired)

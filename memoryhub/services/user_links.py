@@ -44,7 +44,14 @@ from memoryhub.errors import (
     NotFoundError,
     NotUserCreatorError,
 )
-from memoryhub.models import Agent, ApiKey, User, UserLink
+from memoryhub.models import (
+    DEFAULT_WORKSPACE_NAME,
+    DEFAULT_WORKSPACE_SLUG,
+    Agent,
+    ApiKey,
+    User,
+    UserLink,
+)
 from memoryhub.notices import send_notice_on_commit
 from memoryhub.services.agents import get_or_create_workspace
 from memoryhub.services.forget import delete_account
@@ -220,7 +227,7 @@ def preview_user_link(*, token: str, account: User) -> LinkPreview:
     return LinkPreview(
         user=link.user,
         agent_name=link.agent.name,
-        workspace_name=link.user.workspace.name,
+        workspace_name=link.user.workspace.display_name,
         expires_at=link.expires_at,
     )
 
@@ -262,7 +269,7 @@ def link_user(*, token: str, account: User, client_ip: str | None = None) -> Use
             template="email/user_linked.txt",
             context={
                 "agent_name": link.agent.name,
-                "workspace_name": user.workspace.name,
+                "workspace": user.workspace,
                 "used_at": link.used_at,
             },
             language=user.language,
@@ -284,10 +291,12 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
         if link is None:
             raise NotFoundError("link not found")
         if link.undone_at is not None:
-            raise GoneError("this link was undone already")
+            raise GoneError(gettext_noop("this link was undone already"))
         user = User.objects.select_for_update().select_related("workspace").get(pk=link.user_id)
         if not user.email:
-            raise ConflictError("this user has no login any more: there is nothing to undo")
+            raise ConflictError(
+                gettext_noop("this user has no login any more: there is nothing to undo")
+            )
         email, password = user.email, user.password
         # The address is unique: the user lets go of it before the new account takes it. A
         # new password hash also ends every session signed in as the user (Django checks it).
@@ -296,7 +305,9 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
         user.save(update_fields=["email", "password"])
         # Where a sign-up lands (accounts/adapter.py): the login becomes an account like new.
         account = create_user(
-            workspace=get_or_create_workspace(slug="default", name="Default workspace"),
+            workspace=get_or_create_workspace(
+                slug=DEFAULT_WORKSPACE_SLUG, name=DEFAULT_WORKSPACE_NAME
+            ),
             email=email,
         )
         account.password = password
@@ -317,7 +328,7 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
             to=email,
             subject=gettext_lazy("An admin undid the link of your login to an agent's memory"),
             template="email/user_link_undone.txt",
-            context={"agent_name": link.agent.name, "workspace_name": user.workspace.name},
+            context={"agent_name": link.agent.name, "workspace": user.workspace},
             language=account.language,
         )
     return link

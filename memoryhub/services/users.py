@@ -11,7 +11,7 @@ from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.errors import ConflictError, InvalidInputError, NotFoundError
 from memoryhub.keyring import cipher_for
-from memoryhub.models import DEFAULT_MODES, Agent, Mode, User, Workspace
+from memoryhub.models import DEFAULT_MODE_NAMES, DEFAULT_MODES, Agent, Mode, User, Workspace
 
 
 def create_user(
@@ -47,7 +47,7 @@ def create_user(
                 user.set_unusable_password()
                 user.save(update_fields=["password"])
             for slug in DEFAULT_MODES:
-                Mode.objects.create(user=user, slug=slug, name=slug.capitalize())
+                Mode.objects.create(user=user, slug=slug, name=DEFAULT_MODE_NAMES[slug])
             cipher_for(user)
             if actor is not None:
                 record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.USER_CREATE)

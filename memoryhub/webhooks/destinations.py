@@ -18,11 +18,15 @@ import ssl
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import InvalidInputError
 
 MAX_URL = 500
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+NO_ADDRESS = gettext_noop("url host {host!r} does not resolve")
 
 
 class UnsafeDestinationError(InvalidInputError):
@@ -36,15 +40,17 @@ def check_url(url: str) -> str:
     url = url.strip()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_URL:
-        raise InvalidInputError(f"url must be an http(s) URL of at most {MAX_URL} characters")
+        raise InvalidInputError(
+            gettext_noop("url must be an http(s) URL of at most {limit} characters"), limit=MAX_URL
+        )
     if parts.scheme == "http" and not settings.MEMORYHUB_WEBHOOK_ALLOW_HTTP:
-        raise InvalidInputError("url must use https")
+        raise InvalidInputError(gettext_noop("url must use https"))
     try:
         port = parts.port
     except ValueError:
-        raise InvalidInputError("url has an invalid port") from None
+        raise InvalidInputError(gettext_noop("url has an invalid port")) from None
     if parts.username or parts.password:
-        raise InvalidInputError("url must not carry a user name or password")
+        raise InvalidInputError(gettext_noop("url must not carry a user name or password"))
     public_address(parts.hostname, port or _default_port(parts.scheme))
     return url
 
@@ -59,15 +65,19 @@ def public_address(host: str, port: int) -> str | None:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
-        raise UnsafeDestinationError(f"url host {host!r} does not resolve") from None
+        raise UnsafeDestinationError(NO_ADDRESS, host=host) from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
     if not addresses:
-        raise UnsafeDestinationError(f"url host {host!r} does not resolve")
+        raise UnsafeDestinationError(NO_ADDRESS, host=host)
     for address in addresses:
         if not is_public(address):
             raise UnsafeDestinationError(
-                f"url host {host!r} resolves to a non-public address ({address}); "
-                "webhooks are sent to public addresses only"
+                gettext_noop(
+                    "url host {host!r} resolves to a non-public address ({address}); "
+                    "webhooks are sent to public addresses only"
+                ),
+                host=host,
+                address=address,
             )
     return str(addresses[0])
 

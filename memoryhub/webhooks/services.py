@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -46,7 +47,8 @@ def _check_events(event_types: list[str]) -> list[str]:
     unknown = sorted(set(event_types) - set(events.EVENT_TYPES))
     if unknown or not event_types:
         raise InvalidInputError(
-            f"event_types must name at least one of {', '.join(events.EVENT_TYPES)}"
+            gettext_noop("event_types must name at least one of {events}"),
+            events=", ".join(events.EVENT_TYPES),
         )
     return [event for event in events.EVENT_TYPES if event in event_types]
 

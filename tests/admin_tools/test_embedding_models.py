@@ -6,7 +6,7 @@ import pytest
 from allauth.mfa.models import Authenticator
 from django.test import Client
 
-from memoryhub.embeddings import MINILM, MULTILINGUAL_E5
+from memoryhub.embeddings import MINILM, MULTILINGUAL_E5, USE_MULTILINGUAL
 from memoryhub.models import AuditEntry, Workspace
 from tests import factories
 
@@ -33,12 +33,14 @@ def test_staff_choose_a_workspace_model_and_see_its_vectors_left(
     assert page.status_code == 200
     row = page.content.decode().split(f'id="embedding-model-{workspace.slug}"')[1].split("</tr>")[0]
     assert MINILM in row and "(default)" in row
-    # The measured trade-off is on the page.
-    assert "0.400 / 0.525" in page.content.decode()
+    # The measured trade-off is on the page, every model offered.
+    trade_off = page.content.decode().split('id="embedding-trade-off"')[1]
+    assert "0.625 / 0.800" in trade_off and USE_MULTILINGUAL in trade_off
+    assert f'<option value="{USE_MULTILINGUAL}"' in row
 
-    changed = admin.post(f"{PAGE}{workspace.slug}/", {"model": MULTILINGUAL_E5}, follow=True)
+    changed = admin.post(f"{PAGE}{workspace.slug}/", {"model": USE_MULTILINGUAL}, follow=True)
 
-    assert Workspace.objects.get(pk=workspace.pk).embedding_model == MULTILINGUAL_E5
+    assert Workspace.objects.get(pk=workspace.pk).embedding_model == USE_MULTILINGUAL
     text = changed.content.decode()
     assert f"manage.py reembed --workspace {workspace.slug}" in text
     row = text.split(f'id="embedding-model-{workspace.slug}"')[1].split("</tr>")[0]

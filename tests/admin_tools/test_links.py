@@ -92,3 +92,26 @@ def test_only_staff_may_undo_and_only_by_post(workspace, linked, client, user):
     assert admin.get(f"/admin-tools/links/{link.pk}/undo/").status_code == 405
     assert admin.post("/admin-tools/links/999999/undo/").status_code == 404
     assert UserLink.objects.get().undone_at is None
+
+
+def test_undoing_a_link_twice_says_so_in_the_admins_language(workspace, linked):
+    admin = _staff(workspace, "root@example.com")
+    admin.post(f"/admin-tools/links/{linked[1].pk}/undo/")
+    again = admin.post(
+        f"/admin-tools/links/{linked[1].pk}/undo/", follow=True, HTTP_ACCEPT_LANGUAGE="fr"
+    )
+    page = again.content.decode()
+    assert "Ce lien a déjà été annulé." in page and "undone already" not in page
+    # The linked time in the French format, with its zone.
+    assert " UTC</td>" in page and "Dec" not in page
+
+
+def test_undoing_the_link_of_a_user_with_no_login_left_says_so(workspace, linked):
+    user, link, _ = linked
+    User.objects.filter(pk=user.pk).update(email=None)  # Its login went another way.
+    admin = _staff(workspace, "root@example.com")
+    response = admin.post(f"/admin-tools/links/{link.pk}/undo/", follow=True)
+    assert response.status_code == 200
+    assert "This user has no login any more: there is nothing to undo." in (
+        response.content.decode()
+    )

@@ -93,3 +93,17 @@ def test_a_private_address_is_a_form_error(workspace, settings):
     )
     assert refused.status_code == 422 and not WebhookEndpoint.objects.exists()
     assert "resolves to a non-public address (169.254.169.254)" in refused.content.decode()
+    french = admin.post(
+        "/admin-tools/webhooks/new/",
+        {"url": "https://169.254.169.254/latest/", "event_types": ["memory.created"]},
+        HTTP_ACCEPT_LANGUAGE="fr",
+    )
+    assert "se résout en une adresse non publique (169.254.169.254)" in french.content.decode()
+
+
+def test_the_events_are_in_words_beside_their_codes_in_the_admins_language(workspace):
+    admin = _staff(workspace)
+    french = admin.get("/admin-tools/webhooks/", HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "memory.created (un souvenir a été créé)" in french
+    english = admin.get("/admin-tools/webhooks/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "memory.created (a memory was created)" in english

@@ -9,7 +9,13 @@ from django.core.management import CommandError, call_command
 
 from memoryhub import tasks
 from memoryhub.actors import Actor
-from memoryhub.embeddings import MINILM, MULTILINGUAL_E5, embedder_for, embedder_for_workspace
+from memoryhub.embeddings import (
+    MINILM,
+    MULTILINGUAL_E5,
+    USE_MULTILINGUAL,
+    embedder_for,
+    embedder_for_workspace,
+)
 from memoryhub.models import AuditEntry, Memory, Message, Workspace
 from memoryhub.services.reembed import choose_embedding_model
 from memoryhub.services.sessions import add_message, end_session, start_session
@@ -157,3 +163,19 @@ def test_the_extraction_task_embeds_with_the_sessions_workspace_model(french):
 
     assert Memory.all_owners.filter(user=claire).exists()
     assert _models(french) == {MULTILINGUAL_E5}
+
+
+def test_a_workspace_on_the_universal_sentence_encoder_crosses_languages(fr_api, french):
+    """Moved from e5 to the Universal Sentence Encoder: a French question finds the English
+    memory and an English question the French one, by meaning alone."""
+    _remember(fr_api, "claire", "My dog is called Filou.")
+    _remember(fr_api, "claire", "The quarterly report is due on Friday.")
+    _remember(fr_api, "claire", "Ma sœur Claire habite à Lyon.")
+    call_command("reembed", "--workspace", "fr", "--model", USE_MULTILINGUAL, "--no-progress")
+    assert _models(french) == {USE_MULTILINGUAL}
+
+    [first, *rest] = _search(fr_api, "claire", "Quel animal domestique ai-je ?")
+    assert first["content"] == "My dog is called Filou."
+    assert first["cosine"] > max(item["cosine"] for item in rest)
+    [first, *rest] = _search(fr_api, "claire", "Which city is my sibling based in?")
+    assert first["content"] == "Ma sœur Claire habite à Lyon."

@@ -118,12 +118,15 @@ def test_a_french_browser_walks_the_main_pages_in_french(
     expect(page.get_by_role("heading", name="Mettre la mémoire en pause")).to_be_visible()
     expect(page.get_by_role("heading", name="Autres réglages")).to_be_visible()
     expect(page.locator("#language-settings")).to_have_value("fr")
+    # A default mode by its French name; its stored name, "Personal", is left as it is.
+    expect(page.get_by_role("button", name="Désactiver la mémoire dans Personnel")).to_be_visible()
 
     # The switch in account settings: English, on the same page, over the browser's French.
     page.locator("#language-settings").select_option("en")
     expect(page.locator("html")).to_have_attribute("lang", "en")
     assert page.url == f"{live_server.url}/dashboard/settings/"
     expect(page.get_by_role("heading", level=1)).to_have_text("Settings")
+    expect(page.get_by_role("button", name="Turn memory off in Personal")).to_be_visible()
     expect(
         page.get_by_role("navigation", name="Main").get_by_role("link", name="Memories")
     ).to_be_visible()

@@ -94,7 +94,7 @@ def test_a_blocked_agent_is_listed_as_refused(signed_in, user, workspace):
     page = signed_in.get("/dashboard/access/").content.decode()
     assert page.count('class="actor-agent refused"') == 2
     assert "Agent “nosy bot”" in page and "you blocked this agent" in page
-    assert '<td data-label="Mode">work</td>' in page
+    assert '<td data-label="Mode">Work</td>' in page
 
 
 def test_a_refusal_for_another_user_does_not_show_in_this_log(

@@ -128,7 +128,7 @@ def test_the_memory_list_is_in_french(signed_in, remember):
 
 def test_an_empty_mode_says_so_in_french(signed_in, personal):
     page = signed_in.get("/dashboard/", **FRENCH).content.decode()
-    assert "Rien n’est encore retenu dans le mode Personal." in page
+    assert "Rien n’est encore retenu dans le mode Personnel." in page
     assert "MemoryHub est la mémoire à long terme des agents d’IA que vous utilisez." in page
 
 
@@ -220,7 +220,7 @@ def test_delete_all_is_in_french_and_takes_the_french_phrase(signed_in, user, re
     remember("Allergic to peanuts.")
     page = signed_in.get("/dashboard/modes/personal/delete-all/", **FRENCH).content.decode()
     assert "<h1>Tout supprimer</h1>" in page and "tapez “tout supprimer”" in page
-    assert "tapez “supprimer personal”" in page and "← Retour au mode Personal" in page
+    assert "tapez “supprimer personal”" in page and "← Retour au mode Personnel" in page
     wrong = signed_in.post(
         "/dashboard/modes/personal/delete-all/",
         {"scope": "everything", "confirmation": "tout effacer"},
@@ -292,5 +292,5 @@ def test_the_usage_panel_is_in_french(signed_in, remember, settings):
     settings.MEMORYHUB_QUOTA_BYTES_PER_USER = 0
     remember("Lives in Lyon.")
     page = signed_in.get("/dashboard/settings/", **FRENCH).content.decode()
-    assert ">Utilisation</h2>" in page and "Souvenirs:" in page and "sur 40" in page
+    assert ">Utilisation</h2>" in page and "Souvenirs :" in page and "sur 40" in page
     assert "(sans limite)" in page and 'aria-label="Souvenirs : 2 % de la limite"' in page

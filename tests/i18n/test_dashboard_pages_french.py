@@ -63,7 +63,7 @@ def test_the_memory_list_in_french(signed_in, remember):
     remember("Lives in Lyon.")
     page = french(signed_in, "/dashboard/")
     assert "<h1>Ce que les agents retiennent de vous</h1>" in page
-    assert ">Rechercher dans le mode Personal</label>" in page
+    assert ">Rechercher dans le mode Personnel</label>" in page
     assert 'placeholder="un nom, un lieu, un sujet…"' in page
     assert 'aria-label="Recherche et commandes"' in page
     for button in (
@@ -116,8 +116,8 @@ def test_memory_off_and_temporary_conversations_in_french(
 def test_the_search_page_in_french(signed_in, remember):
     remember("Lives in Lyon.")
     page = french(signed_in, "/dashboard/modes/personal/search/?q=Lyon")
-    assert "<h1>Rechercher dans le mode Personal</h1>" in page
-    assert "Rechercher · Personal · MemoryHub" in page
+    assert "<h1>Rechercher dans le mode Personnel</h1>" in page
+    assert "Rechercher · Personnel · MemoryHub" in page
     assert "Que cherchez-vous ?" in page and ">Rechercher</button>" in page
     assert "← Retour au mode" in page
     assert "“pas encore sûr”" in page

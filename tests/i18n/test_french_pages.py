@@ -256,9 +256,9 @@ def test_the_consent_page_names_each_mode_scope_in_the_active_language():
     scope = f"{MODE_SCOPE_PREFIX}work"
     with translation.override("fr"):
         assert str(OIDCAdapter.scope_display[scope]) == (
-            "Lire et écrire votre mémoire dans le mode work"
+            "Lire et écrire votre mémoire dans le mode Travail"
         )
     with translation.override("en"):
         assert str(OIDCAdapter.scope_display[scope]) == (
-            "Read and write your memory in the work mode"
+            "Read and write your memory in the Work mode"
         )

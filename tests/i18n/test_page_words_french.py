@@ -123,19 +123,25 @@ def test_a_marked_error_keeps_its_english_and_says_it_in_the_readers_language():
 def test_an_imports_skipped_items_and_failure_are_in_french():
     with translation.override("fr"):
         assert skip_reason("already imported") == "déjà importé"
+        # A default mode by its name in French; a mode the user named, as named.
         assert (
             skip_reason("memory is off in mode work")
-            == "la mémoire est désactivée dans le mode work"
+            == "la mémoire est désactivée dans le mode Travail"
+        )
+        assert (
+            skip_reason("memory is off in mode side-project")
+            == "la mémoire est désactivée dans le mode side-project"
         )
         assert skip_reason("content is 70000 bytes; the limit is 65536 bytes") == (
             "le texte dépasse la taille permise"
         )
         assert skip_reason("something new") == "something new"
-        assert skipped_item("mode work, memory 3") == "mode work, souvenir 3"
+        assert skipped_item("mode work, memory 3") == "mode Travail, souvenir 3"
+        assert skipped_item("mode side-project, memory 3") == "mode side-project, souvenir 3"
         assert skipped_item("conversation 2, message 5") == "conversation 2, message 5"
         assert skipped_item("session abc") == "conversation abc"
         assert failure_detail("the file is empty") == "le fichier est vide"
         assert failure_detail("") == ""
     with translation.override("en"):
         assert skip_reason("already imported") == "already imported"
-        assert skipped_item("mode work, memory 3") == "mode work, memory 3"
+        assert skipped_item("mode work, memory 3") == "mode Work, memory 3"

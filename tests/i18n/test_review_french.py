@@ -111,6 +111,13 @@ def test_a_candidate_page_is_in_french(reviewer_client, candidate):
     assert "Why it was captured" not in html and "Approve and publish" not in html
 
 
+def test_the_queue_and_a_candidate_name_a_default_mode_in_french(reviewer_client, candidate):
+    queue = page(reviewer_client, reverse("review:queue"))
+    assert '<span class="meta">Personnel · ' in queue
+    detail = page(reviewer_client, reverse("review:candidate_detail", args=[candidate.pk]))
+    assert " · mode Personnel · " in detail
+
+
 def test_a_decision_flashes_a_french_message(reviewer_client, candidate):
     url = reverse("review:candidate_approve", args=[candidate.pk])
     response = reviewer_client.post(url, {"answer": "Nine to seven."}, follow=True, **FR)

@@ -14,8 +14,15 @@ from memoryhub.embeddings import (
     MINILM,
     MODELS,
     MULTILINGUAL_E5,
+    PROJECTION_PATH,
+    USE_MULTILINGUAL,
     calibrated_cosine,
     embedder_for,
+)
+from memoryhub.management.commands.fit_embedding_projection import (
+    catalogue_paths,
+    corpus_texts,
+    fit_projection,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,3 +69,55 @@ def test_minilm_does_not_bridge_the_two_languages():
     french = minilm.embed_query("Où habite ma sœur ?")
     english = minilm.embed_query("Where does my sister live?")
     assert _cosine(english, memory) > _cosine(french, memory) + 0.2
+
+
+def test_the_universal_sentence_encoder_puts_french_and_english_in_one_space():
+    use = embedder_for(USE_MULTILINGUAL)
+    memory, other = use.embed(["My sister lives in Lyon.", "The meeting moved to Friday."])
+    french_memory = use.embed(["Ma sœur habite à Lyon."])[0]
+    question = use.embed_query("Où habite ma sœur ?")
+    assert _cosine(question, memory) > _cosine(question, other) + 0.2
+    assert _cosine(question, french_memory) > _cosine(question, other) + 0.2
+    assert _cosine(use.embed_query("Where does my sister live?"), french_memory) > 0.3
+    # 384 unit-length dimensions, the columns' size; no prefixes: a question is a text.
+    assert len(memory) == 384
+    assert abs(float(np.linalg.norm(memory)) - 1.0) < 1e-5
+    assert np.allclose(question, use.embed(["Où habite ma sœur ?"])[0])
+    assert use.embed([]) == []
+
+
+def test_the_projection_keeps_the_models_own_cosines():
+    use = embedder_for(USE_MULTILINGUAL)
+    texts = [
+        "I moved to Montreal last spring.",
+        "J'ai déménagé à Montréal au printemps dernier.",
+        "My daughter plays the violin.",
+        "Ma fille joue du violon.",
+        "The car needs new tyres.",
+        "We adopted a cat named Filou.",
+    ]
+    native = use.embed_native(texts)
+    projected = np.asarray(use.embed(texts))
+    pairs = np.triu_indices(len(texts), 1)
+    assert np.abs((native @ native.T)[pairs] - (projected @ projected.T)[pairs]).max() < 0.05
+
+
+def test_the_shipped_projection_is_what_the_fitting_command_computes():
+    texts = corpus_texts(catalogue_paths())
+    assert len(texts) > 2000
+    assert any("Mot de passe" in text for text in texts)  # French translations are in
+    native = embedder_for(USE_MULTILINGUAL).embed_native(texts)
+    refitted = fit_projection(native)
+    with np.load(PROJECTION_PATH) as saved:
+        shipped = saved["matrix"]
+    assert shipped.shape == refitted.shape == (512, 384)
+    # Compared by what they do (the cosines they give), which a BLAS that orders two nearly
+    # equal singular vectors the other way round would not change.
+    sample = native[::7]
+    assert np.abs(_cosines(sample, shipped) - _cosines(sample, refitted)).max() < 1e-3
+
+
+def _cosines(vectors, matrix):
+    projected = vectors @ matrix
+    projected /= np.linalg.norm(projected, axis=1, keepdims=True)
+    return projected @ projected.T

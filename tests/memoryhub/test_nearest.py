@@ -6,17 +6,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryhub import vector_search
+from memoryhub import tasks, vector_search
 from memoryhub.embeddings import MULTILINGUAL_E5
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Memory
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.services.memories import NewMemory, remember_many
 from memoryhub.services.nearest_index import (
+    RUN_LOCK,
     create_nearest_index,
     drop_nearest_index,
     index_heavy_users,
@@ -24,6 +26,7 @@ from memoryhub.services.nearest_index import (
 )
 from memoryhub.vector_search import HALF_PRECISION, has_own_index, index_name
 from tests import factories
+from tests.concurrency import held_open
 
 FACTS = [
     "My sister Claire lives in Lyon.",
@@ -300,4 +303,74 @@ def test_heavy_users_get_their_own_index_and_lose_it_when_they_shrink(heavy, oth
     assert index_heavy_users(threshold=10, concurrently=False).created == []
     changes = index_heavy_users(threshold=1000, concurrently=False)
     assert changes.dropped == [heavy.pk]
+    assert indexed_users() == set()
+
+
+def _mark_invalid(user_id) -> None:
+    """What a concurrent build cut short leaves behind: the index, marked invalid."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
+            [index_name(user_id)],
+        )
+
+
+def test_an_interrupted_build_is_dropped_and_built_again(heavy):
+    create_nearest_index(user_id=heavy.pk, concurrently=False)
+    _mark_invalid(heavy.pk)
+    assert indexed_users() == set()
+    assert indexed_users(valid=False) == {heavy.pk}
+
+    changes = index_heavy_users(threshold=10, concurrently=False)
+
+    assert changes.repaired == [heavy.pk]
+    assert changes.created == [heavy.pk]
+    assert indexed_users() == {heavy.pk}
+    assert indexed_users(valid=False) == set()
+
+
+def test_an_interrupted_build_of_a_user_no_longer_heavy_is_only_dropped(heavy):
+    create_nearest_index(user_id=heavy.pk, concurrently=False)
+    _mark_invalid(heavy.pk)
+
+    changes = index_heavy_users(threshold=1000, concurrently=False)
+
+    assert (changes.repaired, changes.created, changes.dropped) == ([heavy.pk], [], [])
+    assert indexed_users(valid=False) == indexed_users() == set()
+
+
+def test_a_second_run_while_one_is_at_work_does_nothing(heavy):
+    def hold_the_run_lock() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [RUN_LOCK])
+
+    with held_open(hold_the_run_lock) as commit:
+        changes = index_heavy_users(threshold=10, concurrently=False)
+        commit()
+
+    assert changes.busy
+    assert indexed_users() == set()
+    assert index_heavy_users(threshold=10, concurrently=False).created == [heavy.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_heavy_users_are_indexed_daily_by_beat(heavy, settings):
+    # The task builds concurrently, as in production: outside any transaction.
+    entry = settings.CELERY_BEAT_SCHEDULE["index-heavy-users"]
+    assert entry["task"] == "memoryhub.index_heavy_users"
+    assert entry["schedule"] == 86400.0
+    assert tasks.index_heavy_users.apply().get() == {
+        "created": 1,
+        "dropped": 0,
+        "repaired": 0,
+        "busy": 0,
+    }
+    assert indexed_users() == {heavy.pk}
+    settings.MEMORYHUB_NEAREST_FROM = 0
+    assert tasks.index_heavy_users.apply().get()["created"] == 0
+
+
+def test_the_command_refuses_a_threshold_that_would_index_everyone(heavy):
+    with pytest.raises(CommandError, match="at least 1"):
+        call_command("index_heavy_users", threshold=0)
     assert indexed_users() == set()

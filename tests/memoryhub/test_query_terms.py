@@ -45,6 +45,17 @@ def test_french_function_words_are_stopwords_too():
     assert [forms[0] for forms in terms][-3:] == ["fait", "chez", "moi"]
 
 
+def test_french_auxiliaries_are_stopwords_like_english_modals():
+    english = query_terms("Where could my colleagues find me?")
+    french = query_terms("Où est-ce que mes collègues peuvent me trouver ?")
+    assert [forms[0] for forms in english] == ["colleagues", "find"]
+    assert [forms[0] for forms in french] == ["collegues", "trouver"]
+    assert [forms[0] for forms in query_terms("Je vais voyager, je voudrais partir")] == [
+        "voyager",
+        "partir",
+    ]
+
+
 def test_a_query_of_stopwords_only_keeps_them():
     assert [forms[0] for forms in query_terms("who is it")] == ["who", "is", "it"]
 

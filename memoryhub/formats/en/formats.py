@@ -2,3 +2,6 @@
 
 DATE_FORMAT = "j M Y"
 DATETIME_FORMAT = "j M Y, H:i"
+# Ours (dashboard/templatetags/memory_words.py): the admin tables' exact times, with the zone.
+EXACT_DATETIME_FORMAT = "j M Y, H:i:s e"
+ZONED_DATETIME_FORMAT = "j M Y, H:i e"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memoryhub.services.nearest_index import index_heavy_users
 
@@ -26,5 +26,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["threshold"] <= 0:
+            raise CommandError("--threshold must be at least 1 (0 would index every user)")
         changes = index_heavy_users(threshold=options["threshold"])
-        self.stdout.write(f"{len(changes.created)} index(es) built, {len(changes.dropped)} dropped")
+        if changes.busy:
+            raise CommandError("another index_heavy_users run is at work; nothing done")
+        self.stdout.write(
+            f"{len(changes.created)} index(es) built, {len(changes.dropped)} dropped, "
+            f"{len(changes.repaired)} interrupted build(s) repaired"
+        )
