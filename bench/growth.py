@@ -32,14 +32,13 @@ from memoryhub.memory_rows import seal_content
 from memoryhub.models import Memory, Mode, User
 from memoryhub.queries import context_layers
 from memoryhub.queries.context import assemble_context
-from memoryhub.queries.nearest import has_own_index
 from memoryhub.queries.recall import rank_memories, search_memories
 from memoryhub.queries.speaker_cues import read_cues
 from memoryhub.services.agents import get_or_create_workspace
 from memoryhub.services.nearest_index import create_nearest_index, drop_nearest_index
 from memoryhub.services.term_counts import counted_users, drop_term_counts, keep_term_counts
 from memoryhub.services.users import create_user, ensure_mode
-from memoryhub.vector_search import index_name
+from memoryhub.vector_search import has_own_index, index_name
 
 GROWTH_WORKSPACE = "bench-growth"
 GROWTH_SIZES = (1_000, 10_000, 100_000)
@@ -242,7 +241,7 @@ def measure_user(
     recalls: dict[str, list[float]] = {name: [] for name in ("ranking_nearest", *VARIANTS)}
     # As context assembly asks it (queries/context.py): the profile of a heavy user is read
     # along the scope index.
-    is_heavy = has_own_index(user=user, using=DEFAULT_DB_ALIAS)
+    is_heavy = has_own_index(user_id=user.pk, using=DEFAULT_DB_ALIAS)
     for query in queries[:5]:  # Warm the caches and the model.
         search_memories(user=user, mode=mode, query=query, actor=actor, embedder=embedder)
     for query in tqdm(queries, desc=f"growth {user.external_id}", disable=not progress):
@@ -302,7 +301,7 @@ def measure_user(
             found.append(recall_at(ranked["ranking_exact"], ranked[name]))
     return {
         "memories": Memory.objects.for_owner(user=user, mode=mode).count(),
-        "path": "nearest" if has_own_index(user=user, using=DEFAULT_DB_ALIAS) else "exact",
+        "path": "nearest" if has_own_index(user_id=user.pk, using=DEFAULT_DB_ALIAS) else "exact",
         **{name: percentiles(seconds) for name, seconds in times.items()},
         "recall_at_10": round(float(np.mean(recalls["ranking_nearest"])), 4),
         "recall_at_10_min": round(min(recalls["ranking_nearest"]), 2),

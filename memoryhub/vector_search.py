@@ -10,10 +10,12 @@ and recall can still find them by their words.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from django.db import connections
 from django.db.models import Case, FloatField, Func, Value, When
 from pgvector import HalfVector, Vector
 from pgvector.django import CosineDistance
@@ -53,6 +55,43 @@ PROFILE_INDEX_PREFIX = "memory_profile_"
 def profile_index_name(user_id: UUID) -> str:
     """The name of a heavy user's own profile index (services/nearest_index.py)."""
     return f"{PROFILE_INDEX_PREFIX}{user_id.hex}"
+
+
+# How long a process trusts its answer to "has this user their own index?". A stale answer
+# changes only the speed of a search, never its results: without the index the nearest
+# candidates are read by an exact sort (the same half-precision order), and with an index
+# unknown the search reads every candidate exactly, as for any other user.
+OWN_INDEX_SECONDS = 60.0
+# Past this many users the answers are forgotten at once: the cache stays small in a worker
+# that serves many users, and an answer lost costs one catalogue lookup.
+OWN_INDEX_ANSWERS = 10_000
+_own_index: dict[str, tuple[bool, float]] = {}
+
+
+def has_own_index(*, user_id: UUID, using: str) -> bool:
+    """Whether the user has their own vector index: a catalogue lookup, whose answer this
+    process keeps for `OWN_INDEX_SECONDS` (every search and context request asks, issue 34)."""
+    name = index_name(user_id)
+    now = time.monotonic()
+    known = _own_index.get(name)
+    if known is not None and now - known[1] < OWN_INDEX_SECONDS:
+        return known[0]
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        row = cursor.fetchone()
+    answer = bool(row and row[0])
+    if len(_own_index) >= OWN_INDEX_ANSWERS:
+        _own_index.clear()
+    _own_index[name] = (answer, now)
+    return answer
+
+
+def forget_own_index(user_id: UUID) -> None:
+    """Forget this process's answer for the user, whose index was just made or dropped here.
+
+    Another process (`manage.py index_heavy_users`) is heard of within `OWN_INDEX_SECONDS`.
+    """
+    _own_index.pop(index_name(user_id), None)
 
 
 # What a heavy user's vector index holds (services/nearest_index.py) and what the search through

@@ -43,7 +43,8 @@ DOMAIN = SERVICES + QUERIES + CAPABILITIES
 FOUNDATIONS = tuple(
     f"memoryhub.{name}"
     for name in (
-        *("models", "audit", "memory_rows", "message_rows", "usage", "actors", "errors"),
+        *("models", "audit", "memory_rows", "message_rows", "model_rows", "usage", "actors"),
+        *("errors",),
         *("keyring", "crypto"),
         *("sealed_tables", "embeddings", "onnx_model", "tokens", "personal_data", "injection"),
         *("fencing", "text_patterns", "json_stream", "http", "paging", "replicas", "notices"),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Exists
+from django.db import connections, router
 from django.http import HttpRequest
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -26,7 +26,8 @@ from memoryhub.errors import (
     RateLimitedError,
 )
 from memoryhub.http import client_ip
-from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User
+from memoryhub.model_rows import RowShape
+from memoryhub.models import ActorType, Agent, AgentBlock, ApiKey, Channel, Mode, User, Workspace
 from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import find_active_key, key_owner
 from memoryhub.services.ratelimit import (
@@ -47,6 +48,26 @@ REQUEST_SLOT_KEY = "memoryhub.request_slot"
 RATE_LIMIT_KEY = "memoryhub.rate_limit"
 # last_used_at is informative only: one write per key per minute is plenty.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+# An agent request's scope, by hand-written SQL (see `_find_agent_scope`).
+_SCOPE_MODE = RowShape(Mode, "md")
+_SCOPE_USER = RowShape(User, "u")
+_SCOPE_WORKSPACE = RowShape(Workspace, "w")
+_USER_BY_EXTERNAL_ID_SQL = (
+    f'SELECT u."id" FROM {User._meta.db_table} u '  # noqa: S608  # Our own names.
+    'WHERE u."workspace_id" = %s AND u."external_id" = %s LIMIT 1'
+)
+# The mode, its user and their workspace, and whether the user blocked the agent: every
+# table read by the user's id (the shard key, docs/scaling.md), the user also by the agent's
+# workspace (security invariant: no other workspace's user is reachable).
+_AGENT_SCOPE_SQL = (
+    f"SELECT {_SCOPE_MODE.sql}, {_SCOPE_USER.sql}, {_SCOPE_WORKSPACE.sql}, "  # noqa: S608
+    f"EXISTS (SELECT 1 FROM {AgentBlock._meta.db_table} b "
+    'WHERE b."user_id" = %s AND b."agent_id" = %s) '
+    f"FROM {Mode._meta.db_table} md "
+    f'JOIN {User._meta.db_table} u ON u."id" = md."user_id" '
+    f'JOIN {Workspace._meta.db_table} w ON w."id" = u."workspace_id" '
+    'WHERE md."user_id" = %s AND u."workspace_id" = %s AND md."slug" = %s LIMIT 1'
+)
 
 
 @dataclass(frozen=True)
@@ -203,25 +224,36 @@ def _find_agent_scope(
     their shard key, `user_id`: docs/scaling.md). A UUID that names nobody may still be an
     external id, and a mode not made yet is made on demand: both go the long way.
     """
-    try:
-        user_id = uuid.UUID(user_ref)
-    except ValueError:
-        found = (
-            User.objects.filter(workspace_id=agent.workspace_id, external_id=user_ref)
-            .values_list("id", flat=True)
-            .first()
+    # Hand-written SQL: every agent request runs these, and the ORM's compile of them (a
+    # select_related over three tables and an Exists) cost more Python than the rest of the
+    # request's authentication (issue 34; tests/api/test_auth.py holds the ORM queries as the
+    # oracle). Nothing is cached: a block, a pause or a new mode counts on the next request.
+    using = router.db_for_read(Mode)
+    with connections[using].cursor() as cursor:
+        try:
+            user_id = uuid.UUID(user_ref)
+        except ValueError:
+            cursor.execute(_USER_BY_EXTERNAL_ID_SQL, [agent.workspace_id, user_ref])
+            found = cursor.fetchone()
+            if found is None:
+                return None
+            user_id = found[0]
+        cursor.execute(
+            _AGENT_SCOPE_SQL, [user_id, agent.pk, user_id, agent.workspace_id, mode_slug]
         )
-        if found is None:
-            return None
-        user_id = found
-    modes = Mode.objects.select_related("user__workspace").filter(
-        user_id=user_id, user__workspace_id=agent.workspace_id, slug=mode_slug
-    )
-    blocked = AgentBlock.objects.filter(user_id=user_id, agent=agent)
-    mode = modes.annotate(agent_blocked=Exists(blocked)).first()
-    if mode is None:
+        row = cursor.fetchone()
+    if row is None:
         return None
-    return mode.user, mode, bool(mode.agent_blocked)
+    mode = _SCOPE_MODE.build(row, start=0, using=using)
+    user = _SCOPE_USER.build(row, start=_SCOPE_MODE.width, using=using)
+    workspace = _SCOPE_WORKSPACE.build(
+        row, start=_SCOPE_MODE.width + _SCOPE_USER.width, using=using
+    )
+    if mode is None or user is None or workspace is None:  # Impossible: inner joins.
+        return None
+    User.workspace.field.set_cached_value(user, workspace)
+    Mode.user.field.set_cached_value(mode, user)
+    return user, mode, bool(row[-1])
 
 
 def scope_for_key(

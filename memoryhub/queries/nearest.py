@@ -18,12 +18,11 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connections
 from django.db.models import QuerySet
 
 from memoryhub.models import Memory, Mode, User
 from memoryhub.queries.recall_filter import RecallFilter
-from memoryhub.vector_search import index_name, nearest_order
+from memoryhub.vector_search import has_own_index, nearest_order
 
 _Row = TypeVar("_Row", bound=Any)
 
@@ -43,25 +42,17 @@ def is_broad(recall_filter: RecallFilter) -> bool:
     )
 
 
-def has_own_index(*, user: User, using: str) -> bool:
-    """Whether the user has their own vector index (a catalogue lookup, no table read)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [index_name(user.pk)])
-        row = cursor.fetchone()
-    return bool(row and row[0])
-
-
 def nearest_candidates(
     *, user: User, mode: Mode, recall_filter: RecallFilter, using: str
 ) -> int | None:
     """How many nearest candidates to rank for this search, or None to rank every candidate.
 
     A user is heavy once `manage.py index_heavy_users` has built their index; the check costs
-    a smaller user one catalogue lookup, not a count of their memories.
+    a smaller user one catalogue lookup a minute per process, not a count of their memories.
     """
     if not settings.MEMORYHUB_NEAREST_FROM or not is_broad(recall_filter):
         return None
-    if not has_own_index(user=user, using=using):
+    if not has_own_index(user_id=user.pk, using=using):
         return None
     return int(settings.MEMORYHUB_NEAREST_CANDIDATES)
 

@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
@@ -14,9 +14,21 @@ from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access
 from memoryhub.errors import InvalidInputError, NotFoundError
+from memoryhub.model_rows import RowShape
 from memoryhub.models import Agent, ApiKey, Mode, User, Workspace
 
 KEY_PREFIX = "mh_"
+# An active key's row with its agent's and its mode's (see `find_active_key`).
+_KEY = RowShape(ApiKey, "k")
+_KEY_AGENT = RowShape(Agent, "a")
+_KEY_MODE = RowShape(Mode, "md")
+_ACTIVE_KEY_SQL = (
+    f"SELECT {_KEY.sql}, {_KEY_AGENT.sql}, {_KEY_MODE.sql} "  # noqa: S608  # Our own names.
+    f"FROM {ApiKey._meta.db_table} k "
+    f'LEFT JOIN {Agent._meta.db_table} a ON a."id" = k."agent_id" '
+    f'LEFT JOIN {Mode._meta.db_table} md ON md."id" = k."mode_id" '
+    'WHERE k."key_hash" = %s AND k."revoked_at" IS NULL LIMIT 1'
+)
 
 
 @sensitive_variables("raw_key")
@@ -171,16 +183,30 @@ def key_owner(api_key: ApiKey) -> str:
 
 @sensitive_variables("raw_key")
 def find_active_key(raw_key: str) -> ApiKey | None:
-    """The active key matching a presented bearer key, or None."""
+    """The active key matching a presented bearer key, or None.
+
+    Security invariant: read from the database on every request, never cached, so that a
+    revoked key (or a disabled agent, which the caller checks) is refused on the next request.
+    """
     if not raw_key.startswith(KEY_PREFIX):
         return None
-    # Every request runs this: the agent and mode come along (the scope needs them), but not
-    # their workspaces, wide rows that only a few endpoints read (1 ms a request, measured),
-    # nor a personal key's user: an agent key has none, and the user's ~30 columns joined in
-    # for nothing were 40% of this lookup (bench/request_cpu.py). A personal key loads its
-    # user when the scope asks for it.
-    return (
-        ApiKey.objects.select_related("agent", "mode")
-        .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True)
-        .first()
-    )
+    # Every request runs this, so it is one hand-written statement: the ORM's compile of it
+    # (select_related, first()) was the largest Python cost of authentication (issue 34;
+    # tests/api/test_auth.py holds that ORM query as the oracle). The agent and mode come
+    # along (the scope needs them), but not their workspaces, wide rows that only a few
+    # endpoints read, nor a personal key's user: an agent key has none. A personal key loads
+    # its user when the scope asks for it.
+    using = router.db_for_read(ApiKey)
+    with connections[using].cursor() as cursor:
+        cursor.execute(_ACTIVE_KEY_SQL, [hash_key(raw_key)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    api_key = _KEY.build(row, start=0, using=using)
+    if api_key is None:  # Impossible: the key's id is never NULL.
+        return None
+    agent = _KEY_AGENT.build(row, start=_KEY.width, using=using)
+    mode = _KEY_MODE.build(row, start=_KEY.width + _KEY_AGENT.width, using=using)
+    ApiKey.agent.field.set_cached_value(api_key, agent)
+    ApiKey.mode.field.set_cached_value(api_key, mode)
+    return api_key

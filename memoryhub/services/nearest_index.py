@@ -22,6 +22,7 @@ from memoryhub.vector_search import (
     HALF_PRECISION,
     INDEX_PREFIX,
     PROFILE_INDEX_PREFIX,
+    forget_own_index,
     index_name,
     profile_index_name,
 )
@@ -92,6 +93,7 @@ def create_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
             f"CREATE INDEX {how}IF NOT EXISTS {profile_index_name(user_id)} "
             f"ON {Memory._meta.db_table} (mode_id, status, kind, importance, created_at) {owner}"
         )
+    forget_own_index(user_id)
 
 
 def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
@@ -99,6 +101,7 @@ def drop_nearest_index(*, user_id: UUID, concurrently: bool = True) -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX {how}IF EXISTS {index_name(user_id)}")
         cursor.execute(f"DROP INDEX {how}IF EXISTS {profile_index_name(user_id)}")
+    forget_own_index(user_id)
 
 
 def index_heavy_users(*, threshold: int, concurrently: bool = True) -> IndexChanges:

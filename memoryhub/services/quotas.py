@@ -11,14 +11,27 @@ from datetime import datetime
 from uuid import UUID
 
 from django.conf import settings
+from django.db import connections, router
+from django.db.transaction import TransactionManagementError
 
 from memoryhub.crypto import NONCE_BYTES
 from memoryhub.errors import QuotaExceededError
+from memoryhub.model_rows import RowShape
 from memoryhub.models import Memory, MemoryUsage, User, Workspace
 from memoryhub.usage import answers_today, candidates_today, workspace_usage
 
 # What sealing adds to a text: a format byte, the nonce and the GCM tag (memoryhub/crypto.py).
 SEAL_OVERHEAD_BYTES = 1 + NONCE_BYTES + 16
+# The user's usage row made if missing, then locked (see `lock_usage`).
+_USAGE = RowShape(MemoryUsage, "mu")
+_CREATE_USAGE_SQL = (
+    f"INSERT INTO {MemoryUsage._meta.db_table} "  # noqa: S608  # Our own names.
+    '("user_id", "memory_count", "stored_bytes") VALUES (%s, 0, 0) ON CONFLICT DO NOTHING'
+)
+_LOCK_USAGE_SQL = (
+    f"SELECT {_USAGE.sql} FROM {MemoryUsage._meta.db_table} mu "  # noqa: S608  # Our own names.
+    'WHERE mu."user_id" = %s FOR UPDATE'
+)
 
 
 def stored_size(row: Memory) -> int:
@@ -40,8 +53,20 @@ def lock_usage(user_id: UUID) -> MemoryUsage:
     each insert, re-seal and delete, so a writer that locked a memory row first and the row
     second could deadlock with one that went the other way (an edit against an extraction).
     """
-    MemoryUsage.objects.bulk_create([MemoryUsage(user_id=user_id)], ignore_conflicts=True)
-    return MemoryUsage.objects.select_for_update().get(user_id=user_id)
+    # Hand-written SQL (the same two statements the ORM sent): every remember takes this lock,
+    # and the ORM's compile of the insert and the locking read cost more Python than the rest
+    # of the quota check (issue 34).
+    using = router.db_for_write(MemoryUsage)
+    if connections[using].get_autocommit():  # As select_for_update: a lock needs a transaction.
+        raise TransactionManagementError("lock_usage must run inside a transaction")
+    with connections[using].cursor() as cursor:
+        cursor.execute(_CREATE_USAGE_SQL, [user_id])
+        cursor.execute(_LOCK_USAGE_SQL, [user_id])
+        row = cursor.fetchone()
+    usage = None if row is None else _USAGE.build(row, start=0, using=using)
+    if usage is None:  # Deleted between the two statements: the user's deletion.
+        raise MemoryUsage.DoesNotExist("the user's usage row is gone")
+    return usage
 
 
 def check_memory_quota(*, user: User, memories: int, stored_bytes: int) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import uuid
 
 import time_machine
+from django.db.models import Exists, Model
 from django.utils import timezone
 
-from memoryhub.api.auth import scope_for_key
+from memoryhub.api.auth import _find_agent_scope, scope_for_key
 from memoryhub.audit.log import mode_pseudonym, subject_pseudonym
-from memoryhub.models import AgentBlock, AuditEntry, Mode
+from memoryhub.models import Agent, AgentBlock, ApiKey, AuditEntry, Mode, User
 from memoryhub.queries.access_log import REFUSED_ACTION
 from memoryhub.services.agents import (
     create_personal_key,
     find_active_key,
+    hash_key,
     revoke_key,
     rotate_agent_key,
 )
@@ -89,6 +91,122 @@ def test_an_agent_key_finds_the_user_the_mode_and_any_block_in_one_or_two_statem
     with django_assert_num_queries(1):
         scope = scope_for_key(api_key, str(user.pk), "personal")
     assert (scope.user, scope.mode, scope.agent) == (user, personal, agent_and_key[0])
+
+
+def _fields(instance: Model | None) -> dict[str, object] | None:
+    if instance is None:
+        return None
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields}
+
+
+def _orm_active_key(raw_key: str) -> ApiKey | None:
+    # The ORM query `find_active_key` replaced with hand-written SQL (issue 34): the oracle.
+    return (
+        ApiKey.objects.select_related("agent", "mode")
+        .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True)
+        .first()
+    )
+
+
+def test_the_active_key_read_by_hand_written_sql_is_the_one_the_orm_reads(
+    agent_and_key, workspace, user, work
+):
+    agent, agent_key = agent_and_key
+    agent.disabled_layers = ["graph"]  # A JSON column, parsed as the ORM parses it.
+    agent.save(update_fields=["disabled_layers"])
+    bound = create_personal_key(user=user, name="work only", mode=work).raw_key
+    unbound = create_personal_key(user=user, name="cli").raw_key
+    revoked = create_personal_key(user=user, name="old")
+    revoke_key(api_key=revoked.api_key)
+    disabled_agent, disabled_key = factories.make_agent(workspace, "off")
+    Agent.objects.filter(pk=disabled_agent.pk).update(is_active=False)
+    for raw_key in (agent_key, bound, unbound, disabled_key):
+        found, expected = find_active_key(raw_key), _orm_active_key(raw_key)
+        assert expected is not None
+        assert found is not None
+        assert _fields(found) == _fields(expected)
+        assert _fields(found.agent) == _fields(expected.agent)
+        assert _fields(found.mode) == _fields(expected.mode)
+    assert find_active_key(agent_key).agent.disabled_layers == ["graph"]
+    assert not find_active_key(disabled_key).agent.is_active
+    for raw_key in (revoked.raw_key, "mh_unknown"):
+        assert find_active_key(raw_key) is None
+        assert _orm_active_key(raw_key) is None
+
+
+def _orm_agent_scope(agent: Agent, user_ref: str, mode_slug: str) -> tuple[User, Mode, bool] | None:
+    # The ORM queries `_find_agent_scope` replaced with hand-written SQL (issue 34): the oracle.
+    try:
+        user_id = uuid.UUID(user_ref)
+    except ValueError:
+        found = (
+            User.objects.filter(workspace_id=agent.workspace_id, external_id=user_ref)
+            .values_list("id", flat=True)
+            .first()
+        )
+        if found is None:
+            return None
+        user_id = found
+    modes = Mode.objects.select_related("user__workspace").filter(
+        user_id=user_id, user__workspace_id=agent.workspace_id, slug=mode_slug
+    )
+    blocked = AgentBlock.objects.filter(user_id=user_id, agent=agent)
+    mode = modes.annotate(agent_blocked=Exists(blocked)).first()
+    if mode is None:
+        return None
+    return mode.user, mode, bool(mode.agent_blocked)
+
+
+def test_an_agent_scope_read_by_hand_written_sql_is_the_one_the_orm_reads(
+    agent, workspace, user, other_user, personal, work
+):
+    workspace.signal_weights = {"search": 0.5}  # A JSON column, parsed as the ORM parses it.
+    workspace.save(update_fields=["signal_weights"])
+    User.objects.filter(pk=user.pk).update(is_memory_paused=True)
+    Mode.objects.filter(pk=work.pk).update(is_memory_off=True)
+    AgentBlock.objects.create(user=other_user, agent=agent)
+    factories.mode_of(other_user, "personal")
+    stranger = factories.make_user(workspace=factories.make_workspace(), external_id="carol")
+    factories.mode_of(stranger, "personal")
+    references = ("alice", str(user.pk), "bob", str(other_user.pk), "carol", str(stranger.pk))
+    for user_ref in (*references, "nobody", str(uuid.uuid4())):
+        for mode_slug in ("personal", "work", "hobbies"):
+            found = _find_agent_scope(agent, user_ref, mode_slug)
+            expected = _orm_agent_scope(agent, user_ref, mode_slug)
+            assert (found is None) == (expected is None), (user_ref, mode_slug)
+            if found is None or expected is None:
+                continue
+            (user_found, mode_found, blocked), (user_expected, mode_expected, is_blocked) = (
+                found,
+                expected,
+            )
+            assert _fields(mode_found) == _fields(mode_expected)
+            assert _fields(user_found) == _fields(user_expected)
+            assert _fields(user_found.workspace) == _fields(user_expected.workspace)
+            assert mode_found.user is user_found
+            assert blocked == is_blocked
+    alice, work_mode, blocked = _find_agent_scope(agent, "alice", "work")
+    assert (alice.is_memory_paused, work_mode.is_memory_off, blocked) == (True, True, False)
+    assert alice.workspace.signal_weights == {"search": 0.5}
+    assert _find_agent_scope(agent, "bob", "personal")[2] is True
+    assert _find_agent_scope(agent, "carol", "personal") is None  # Another workspace's user.
+    assert _find_agent_scope(agent, str(stranger.pk), "personal") is None
+
+
+def test_a_pause_a_block_or_a_disabled_agent_counts_on_the_very_next_request(
+    api, agent, user, personal
+):
+    remember = {"user": "alice", "kind": "fact", "content": "Plays the cello"}
+    assert api.post("/memories", remember).status_code == 201
+    User.objects.filter(pk=user.pk).update(is_memory_paused=True)
+    assert api.post("/memories", remember).status_code == 409
+    User.objects.filter(pk=user.pk).update(is_memory_paused=False)
+    assert api.get("/profile", user="alice").status_code == 200
+    AgentBlock.objects.create(user=user, agent=agent)
+    assert api.get("/profile", user="alice").status_code == 403
+    AgentBlock.objects.filter(user=user, agent=agent).delete()
+    Agent.objects.filter(pk=agent.pk).update(is_active=False)
+    assert api.get("/profile", user="alice").status_code == 401
 
 
 def test_a_uuid_names_that_user_first_and_an_external_id_shaped_like_a_uuid_still_works(

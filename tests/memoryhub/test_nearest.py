@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memoryhub import tasks
+from memoryhub import tasks, vector_search
 from memoryhub.embeddings import MULTILINGUAL_E5
 from memoryhub.keyring import cipher_for
 from memoryhub.models import Memory
@@ -26,7 +26,7 @@ from memoryhub.services.nearest_index import (
     indexed_users,
 )
 from memoryhub.services.term_counts import keep_term_counts
-from memoryhub.vector_search import index_name, profile_index_name
+from memoryhub.vector_search import HALF_PRECISION, has_own_index, index_name, profile_index_name
 from tests import factories
 from tests.concurrency import held_open
 
@@ -227,6 +227,68 @@ def test_a_user_without_an_index_and_a_narrowed_search_stay_exact(
     settings.MEMORYHUB_NEAREST_FROM = 10
     drop_nearest_index(user_id=indexed.pk, concurrently=False)
     assert not _reads_nearest(search())
+
+
+def _build_index_elsewhere(user) -> None:
+    # As another process (`manage.py index_heavy_users`) would: this one is not told.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX {index_name(user.pk)} ON {Memory._meta.db_table} "
+            f"USING hnsw ({HALF_PRECISION} halfvec_cosine_ops) WHERE user_id = '{user.pk}'::uuid"
+        )
+
+
+def _drop_index_elsewhere(user) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {index_name(user.pk)}")
+
+
+def test_whether_a_user_has_an_index_is_asked_once_a_minute_and_again_after_a_change_here(
+    heavy, monkeypatch
+):
+    with CaptureQueriesContext(connection) as queries:
+        assert not has_own_index(user_id=heavy.pk, using="default")
+        assert not has_own_index(user_id=heavy.pk, using="default")
+    assert len(queries) == 1
+    create_nearest_index(user_id=heavy.pk, concurrently=False)
+    assert has_own_index(user_id=heavy.pk, using="default")
+    drop_nearest_index(user_id=heavy.pk, concurrently=False)
+    assert not has_own_index(user_id=heavy.pk, using="default")
+    _build_index_elsewhere(heavy)
+    assert not has_own_index(user_id=heavy.pk, using="default")  # Not heard of yet.
+    monkeypatch.setattr(vector_search, "OWN_INDEX_SECONDS", 0.0)  # The minute has passed.
+    assert has_own_index(user_id=heavy.pk, using="default")
+
+
+def test_an_index_built_elsewhere_and_not_heard_of_yet_leaves_the_search_exact(
+    heavy, personal, embedder, system_actor
+):
+    def search():
+        return search_memories(
+            user=heavy, mode=personal, query=QUERIES[0], actor=system_actor, embedder=embedder
+        )
+
+    exact = [_ranked(heavy, personal, query, embedder, nearest=None) for query in QUERIES]
+    assert not _reads_nearest(search)
+    _build_index_elsewhere(heavy)
+    assert not _reads_nearest(search)
+    assert [_ranked(heavy, personal, query, embedder) for query in QUERIES] == exact
+
+
+def test_an_index_dropped_elsewhere_and_not_heard_of_yet_keeps_the_same_results(
+    indexed, personal, embedder, system_actor
+):
+    def search():
+        return search_memories(
+            user=indexed, mode=personal, query=QUERIES[0], actor=system_actor, embedder=embedder
+        )
+
+    assert _reads_nearest(search)
+    through_index = [_ranked(indexed, personal, query, embedder) for query in QUERIES]
+    _drop_index_elsewhere(indexed)
+    # Still the nearest path, now by an exact sort in the index's (half-precision) order.
+    assert _reads_nearest(search)
+    assert [_ranked(indexed, personal, query, embedder) for query in QUERIES] == through_index
 
 
 def test_heavy_users_get_their_own_index_and_lose_it_when_they_shrink(heavy, other_user, embedder):

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from django.db import connection, connections
+from django.db import connection, connections, transaction
+from django.db.models import Sum
 
 from memoryhub.actors import Actor
 from memoryhub.errors import QuotaExceededError
@@ -19,12 +20,14 @@ from memoryhub.models import (
     Channel,
     ExtractionRun,
     LearningCandidate,
+    MemoryUsage,
     MemoryVersion,
 )
 from memoryhub.services.forget import delete_account
 from memoryhub.services.ingest import run_extraction
 from memoryhub.services.journal import add_journal_entry
 from memoryhub.services.memories import NewMemory, delete_memories, edit_memory, remember_many
+from memoryhub.services.quotas import lock_usage
 from memoryhub.services.sessions import add_message, end_session, start_session
 from memoryhub.usage import start_of_day, usage_lines, user_usage, workspace_usage
 from tests import factories
@@ -130,6 +133,35 @@ def test_the_workspace_quotas_count_every_user_of_the_workspace_only(
     assert workspace_usage(user.workspace_id).memories == 3
     stranger = factories.make_user()  # Another workspace is not affected.
     _remember(stranger, factories.mode_of(stranger), embedder, "Elsewhere.")
+
+
+def test_the_usage_sums_and_the_locked_row_read_by_hand_written_sql_are_the_orms(
+    user, personal, other_user, embedder
+):
+    _remember(user, personal, embedder, "One.", "Two.")
+    _remember(other_user, factories.mode_of(other_user), embedder, "Three.")
+    stranger = factories.make_user()
+    _remember(stranger, factories.mode_of(stranger), embedder, "Elsewhere.")
+    # The ORM queries replaced with hand-written SQL (issue 34): the oracle.
+    totals = MemoryUsage.objects.filter(user__workspace_id=user.workspace_id).aggregate(
+        memories=Sum("memory_count"), stored_bytes=Sum("stored_bytes")
+    )
+    found = workspace_usage(user.workspace_id)
+    assert (found.memories, found.stored_bytes) == (totals["memories"], totals["stored_bytes"])
+    assert found.memories == 3
+    assert workspace_usage(factories.make_workspace().pk) == workspace_usage(-1)
+    assert workspace_usage(-1).memories == workspace_usage(-1).stored_bytes == 0
+    with transaction.atomic():
+        locked = lock_usage(user.pk)
+        expected = MemoryUsage.objects.select_for_update().get(user_id=user.pk)
+    assert (locked.user_id, locked.memory_count, locked.stored_bytes) == (
+        expected.user_id,
+        expected.memory_count,
+        expected.stored_bytes,
+    )
+    newcomer = factories.make_user()
+    with transaction.atomic():
+        assert lock_usage(newcomer.pk).memory_count == 0  # Made on first use.
 
 
 def test_the_workspace_byte_quota(user, personal, embedder, settings):
