@@ -151,9 +151,17 @@ class QuotaExceededError(MemoryHubError):
     code = "quota_exceeded"
     status = 429
 
-    def __init__(self, message: str, *, quota: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, quota: str, **words: object) -> None:
+        super().__init__(message, quota=quota, **words)
         self.quota = quota
+
+    def in_words(self) -> str:
+        """The message in the active language, and what would pass the quota too (quotas.py
+        marks both: "memories for this user" is « souvenirs pour cette personne »)."""
+        what = self.words.get("what")
+        if not isinstance(what, str):
+            return super().in_words()
+        return gettext(self.message).format(**{**self.words, "what": gettext(what)})
 
 
 class TooManyConcurrentRequestsError(RateLimitedError):
