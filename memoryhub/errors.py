@@ -98,9 +98,14 @@ class RateLimitedError(MemoryHubError):
     status = 429
 
     def __init__(
-        self, message: str, *, retry_after_seconds: int, rate_limit: object | None = None
+        self,
+        message: str,
+        *,
+        retry_after_seconds: int,
+        rate_limit: object | None = None,
+        **words: object,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, **words)
         self.retry_after_seconds = retry_after_seconds
         # The budget that refused (services/ratelimit.RateLimitState), for X-RateLimit-*.
         self.rate_limit = rate_limit
