@@ -192,6 +192,11 @@ class ForgetForm(forms.Form):
         return gettext("everything until {until}").format(until=_day(until))
 
 
+def _typed(phrase: str) -> str:
+    """A confirmation phrase as compared: case and runs of spaces do not count."""
+    return " ".join(phrase.lower().split())
+
+
 class DeleteAllForm(forms.Form):
     """Delete all of one mode, or of every mode, after typing a confirmation phrase."""
 
@@ -207,23 +212,30 @@ class DeleteAllForm(forms.Form):
         ]
 
     def expected_phrase(self, scope: str) -> str:
-        """The phrase to type, in the language of the page (delete_all.html shows the same)."""
+        """The phrase to type, in the language of the page (delete_all.html shows the same).
+
+        A mode's phrase names it as the page does (« supprimer personnel », "delete side
+        projects"), never by its slug, which the person never sees.
+        """
         if scope == EVERYTHING:
             return gettext("delete everything")
-        return gettext("delete %(slug)s") % {"slug": self.mode.slug}
+        return gettext("delete %(mode)s") % {"mode": self.mode.display_name.lower()}
 
-    def _english_phrase(self, scope: str) -> str:
-        return EVERYTHING_PHRASE if scope == EVERYTHING else f"delete {self.mode.slug}"
+    def _accepted_phrases(self, scope: str) -> set[str]:
+        # English is always accepted too, and for a mode its slug's phrase: they are the ones
+        # the docs and the API know. Each still names the mode deleted, and only this one.
+        if scope == EVERYTHING:
+            return {_typed(self.expected_phrase(scope)), EVERYTHING_PHRASE}
+        return {
+            _typed(self.expected_phrase(scope)),
+            _typed(f"delete {self.mode.name}"),
+            f"delete {self.mode.slug}",
+        }
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         scope = data.get("scope")
-        typed = (data.get("confirmation") or "").strip().lower()
-        # The English phrase is always accepted too: it is the one the docs and the API know.
-        if scope and typed not in {
-            self.expected_phrase(scope).lower(),
-            self._english_phrase(scope),
-        }:
+        if scope and _typed(data.get("confirmation") or "") not in self._accepted_phrases(scope):
             self.add_error(
                 "confirmation",
                 gettext("Type “{phrase}” exactly to confirm.").format(

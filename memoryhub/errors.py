@@ -98,9 +98,14 @@ class RateLimitedError(MemoryHubError):
     status = 429
 
     def __init__(
-        self, message: str, *, retry_after_seconds: int, rate_limit: object | None = None
+        self,
+        message: str,
+        *,
+        retry_after_seconds: int,
+        rate_limit: object | None = None,
+        **words: object,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, **words)
         self.retry_after_seconds = retry_after_seconds
         # The budget that refused (services/ratelimit.RateLimitState), for X-RateLimit-*.
         self.rate_limit = rate_limit
@@ -151,9 +156,17 @@ class QuotaExceededError(MemoryHubError):
     code = "quota_exceeded"
     status = 429
 
-    def __init__(self, message: str, *, quota: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, quota: str, **words: object) -> None:
+        super().__init__(message, quota=quota, **words)
         self.quota = quota
+
+    def in_words(self) -> str:
+        """The message in the active language, and what would pass the quota too (quotas.py
+        marks both: "memories for this user" is « souvenirs pour cette personne »)."""
+        what = self.words.get("what")
+        if not isinstance(what, str):
+            return super().in_words()
+        return gettext(self.message).format(**{**self.words, "what": gettext(what)})
 
 
 class TooManyConcurrentRequestsError(RateLimitedError):

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import NotFoundError
 from memoryhub.injection import looks_like_instructions
@@ -81,7 +82,7 @@ def get_memory_row(*, user: User, mode: Mode, memory_id: UUID | str) -> Memory:
     try:
         return memories_of(user=user, mode=mode).get(pk=memory_id)
     except (Memory.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("memory not found") from None
+        raise NotFoundError(gettext_noop("memory not found")) from None
 
 
 def seal_content(

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from uuid import UUID
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import Path, Query, Router, Schema
 from pydantic import Field
 
@@ -42,13 +43,13 @@ class ReviewerKeyAuth(ApiKeyAuth):
 
     def check_key_kind(self, api_key: ApiKey) -> None:
         if not api_key.is_review_key:
-            raise PermissionDeniedError("the review routes need a reviewer key")
+            raise PermissionDeniedError(gettext_noop("the review routes need a reviewer key"))
         # Checked on every request, as the pages do: a reviewer who lost the role, or turned
         # two-factor authentication off, can no longer use the key they minted.
         reviewer = api_key.user
         if reviewer is None or not is_reviewer(reviewer) or not has_totp(reviewer):
             raise PermissionDeniedError(
-                "this key's owner is not a reviewer with two-factor authentication"
+                gettext_noop("this key's owner is not a reviewer with two-factor authentication")
             )
 
 
@@ -150,7 +151,7 @@ def _reviewer(request: HttpRequest) -> tuple[User, Actor]:
     api_key = request_key(request)
     reviewer = api_key.user
     if reviewer is None:  # ReviewerKeyAuth let only a reviewer's key through.
-        raise PermissionDeniedError("the review routes need a reviewer key")
+        raise PermissionDeniedError(gettext_noop("the review routes need a reviewer key"))
     actor = Actor(
         ActorType.REVIEWER,
         str(reviewer.pk),

@@ -156,7 +156,10 @@ def reject_candidate(
     if not reason:
         raise InvalidInputError(gettext_noop("a rejection needs a reason"))
     if len(reason) > MAX_REASON_CHARS or "\x00" in reason:
-        raise InvalidInputError(f"reason must be text of at most {MAX_REASON_CHARS} characters")
+        raise InvalidInputError(
+            gettext_noop("reason must be text of at most {limit} characters"),
+            limit=MAX_REASON_CHARS,
+        )
     with transaction.atomic():
         candidate = _lock_pending(workspace, candidate_id)
         _record_outcome(

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -264,7 +265,7 @@ def get_candidate_row(*, workspace: Workspace, candidate_id: UUID | str) -> Lear
     try:
         return _candidates(workspace).get(pk=candidate_id)
     except (LearningCandidate.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("candidate not found") from None
+        raise NotFoundError(gettext_noop("candidate not found")) from None
 
 
 def get_candidate(
@@ -294,7 +295,7 @@ def scrubbed_texts(candidate: LearningCandidate) -> tuple[str, str]:
     ciphers = _Ciphers()
     cipher = ciphers.of(candidate.user_id)
     if cipher is None:
-        raise KeyDestroyedError("this candidate's user was erased")
+        raise KeyDestroyedError(gettext_noop("this candidate's user was erased"))
     return (
         _decrypt(cipher, candidate.question_ciphertext, candidate.id, "question"),
         _decrypt(cipher, candidate.answer_ciphertext, candidate.id, "answer"),

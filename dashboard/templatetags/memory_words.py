@@ -13,6 +13,7 @@ from django.utils.translation import get_language, gettext, ngettext_lazy, pgett
 from django.utils.translation import gettext_lazy as _
 from django_stubs_ext import StrOrPromise, StrPromise
 
+from memoryhub.audit.actions import action_label as _action_label
 from memoryhub.audit.actions import action_words as _action_words
 from memoryhub.memory_rows import MemoryItem
 from memoryhub.models import (
@@ -124,6 +125,12 @@ def is_open(item: MemoryItem) -> bool:
 def action_words(action: str) -> str:
     """A stored audit action in the user's words, from the catalogue (memoryhub/audit/actions.py)."""
     return _action_words(action)
+
+
+@register.filter
+def action_label(action: str) -> str:
+    """A stored audit action in the admin table's words (of the user, not to them)."""
+    return _action_label(action)
 
 
 # What a forget removes, in words, singular or plural by the count ("%(count)s" is the count).

@@ -24,7 +24,7 @@ from dashboard.forms import (
     ResolveForm,
 )
 from memoryhub.embeddings import embedder_for_workspace
-from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError
+from memoryhub.errors import ConflictError, InvalidInputError, MemoryHubError, QuotaExceededError
 from memoryhub.http import AuthedRequest, domain_errors_as_http
 from memoryhub.memory_rows import get_memory_row
 from memoryhub.models import Confidence, MemorySource, MemoryStatus, Mode
@@ -63,7 +63,8 @@ from .scoping import actor_of, mode_or_404
 DEFAULT_SECTION = SECTIONS_BY_SLUG["everything"]
 OPEN_ITEMS = "open-items"
 # Errors that refuse an action with a message; "not found" is left to become a 404.
-REFUSALS = (InvalidInputError, ConflictError)
+# A quota too: an edit that makes a memory longer can pass the byte quota (not a 500).
+REFUSALS = (InvalidInputError, ConflictError, QuotaExceededError)
 
 
 @require_safe

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import P, PathEx, Router, Schema, Status
 from pydantic import Field
 
@@ -155,7 +156,7 @@ def answer_scope(api_key: ApiKey, answer_id: UUID, *, channel: Channel, ip: str 
         return scope_for_key(api_key, str(user_id), mode_slug, channel=channel, ip=ip)
     except NotFoundError:
         # Another workspace's (or another user's) answer simply does not exist for this key.
-        raise NotFoundError("answer not found") from None
+        raise NotFoundError(gettext_noop("answer not found")) from None
 
 
 def record_feedback_for(scope: Scope, answer_id: UUID, payload: FeedbackIn) -> FeedbackOut:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from django.db import connections, router
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 from django.views.decorators.debug import sensitive_variables
 from ninja.security import HttpBearer
 
@@ -108,7 +109,7 @@ def authenticate_key(
     try:
         if api_key is None or (api_key.agent is not None and not api_key.agent.is_active):
             on_budget(count_invalid_key(client_ip))
-            raise NotAuthenticatedError("missing, unknown or revoked API key")
+            raise NotAuthenticatedError(gettext_noop("missing, unknown or revoked API key"))
         # One budget per owner: all of an agent's keys, or all of a user's personal keys.
         on_budget(check_rate_limit(key_owner(api_key)))
     except RateLimitedError as error:
@@ -125,10 +126,14 @@ class ApiKeyAuth(HttpBearer):
 
     def __call__(self, request: HttpRequest) -> ApiKey | None:
         if not request.headers.get(self.header):
-            raise NotAuthenticatedError("missing API key: send Authorization: Bearer <key>")
+            raise NotAuthenticatedError(
+                gettext_noop("missing API key: send Authorization: Bearer <key>")
+            )
         result = super().__call__(request)
         if result is None:
-            raise NotAuthenticatedError("malformed Authorization header: expected Bearer <key>")
+            raise NotAuthenticatedError(
+                gettext_noop("malformed Authorization header: expected Bearer <key>")
+            )
         return result  # type: ignore[no-any-return]  # authenticate() below returns ApiKey.
 
     @sensitive_variables("token")
@@ -151,7 +156,9 @@ class ApiKeyAuth(HttpBearer):
         their reviewer key must not become a personal key to their own memory either.
         """
         if api_key.is_review_key:
-            raise PermissionDeniedError("a reviewer key works on the /review routes only")
+            raise PermissionDeniedError(
+                gettext_noop("a reviewer key works on the /review routes only")
+            )
 
 
 def note_budget(request: HttpRequest, state: RateLimitState | None) -> None:
@@ -189,11 +196,15 @@ def actor_for_key(api_key: ApiKey, *, channel: Channel, ip: str | None) -> Actor
 def _check_text(value: str, field: str) -> str:
     # PostgreSQL refuses NUL bytes and lone surrogates: turn them into a 422, not a 500.
     if "\x00" in value:
-        raise InvalidInputError(f"{field} must not contain NUL characters")
+        raise InvalidInputError(
+            gettext_noop("{field} must not contain NUL characters"), field=field
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidInputError(f"{field} is not valid UTF-8 text") from None
+        raise InvalidInputError(
+            gettext_noop("{field} is not valid UTF-8 text"), field=field
+        ) from None
     return value.strip()
 
 
@@ -209,7 +220,7 @@ def _find_user(workspace_id: int, user_ref: str) -> User:
     if user is None:
         user = users.filter(external_id=user_ref).first()
     if user is None:
-        raise NotFoundError("user not found")
+        raise NotFoundError(gettext_noop("user not found"))
     return user
 
 
@@ -271,11 +282,13 @@ def scope_for_key(
     when the user blocked the agent.
     """
     if api_key.is_review_key:  # The MCP server comes here without ApiKeyAuth.
-        raise PermissionDeniedError("a reviewer key works on the /review routes only")
+        raise PermissionDeniedError(gettext_noop("a reviewer key works on the /review routes only"))
     user_ref = _check_text(user_ref or "", "user")
     mode_slug = _check_text(mode_slug or DEFAULT_MODE, "mode")
     if not user_ref and api_key.agent is not None:
-        raise InvalidInputError("user is required: an agent key names the user it acts for")
+        raise InvalidInputError(
+            gettext_noop("user is required: an agent key names the user it acts for")
+        )
     mode: Mode | None = None
     if api_key.agent is not None:
         found = _find_agent_scope(api_key.agent, user_ref, mode_slug)
@@ -294,19 +307,21 @@ def scope_for_key(
                 if mode is not None or user.modes.filter(slug=mode_slug).exists()
                 else "",
             )
-            raise AgentBlockedError("this user has blocked this agent")
+            raise AgentBlockedError(gettext_noop("this user has blocked this agent"))
     else:
         owner = api_key.user
         if owner is None:  # Impossible by a DB constraint: a key has an agent or a user.
-            raise NotAuthenticatedError("this key belongs to nobody")
+            raise NotAuthenticatedError(gettext_noop("this key belongs to nobody"))
         # A personal key acts for its owner unless told otherwise: no `user`, or `me`.
         is_owner = user_ref in ("", OWN_USER) or user_ref == str(owner.pk)
         user = owner if is_owner else _find_user(owner.workspace_id, user_ref)
         # A personal key only ever acts for its own user; anyone else simply does not exist.
         if user.pk != owner.pk:
-            raise NotFoundError("user not found")
+            raise NotFoundError(gettext_noop("user not found"))
         if api_key.mode is not None and api_key.mode.slug != mode_slug:
-            raise NotFoundError(f"mode {mode_slug!r} does not exist for this user")
+            raise NotFoundError(
+                gettext_noop("mode {slug!r} does not exist for this user"), slug=mode_slug
+            )
     if mode is None:
         mode = ensure_mode(user=user, slug=mode_slug)
     return Scope(
@@ -322,7 +337,7 @@ def request_key(request: HttpRequest) -> ApiKey:
     """The key that authenticated an API request."""
     api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
     if not isinstance(api_key, ApiKey):
-        raise NotAuthenticatedError("missing, unknown or revoked API key")
+        raise NotAuthenticatedError(gettext_noop("missing, unknown or revoked API key"))
     return api_key
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 from ninja import Query, Router
 
 from memoryhub.audit.actions import AuditAction
@@ -43,7 +44,9 @@ def export_modes(scope: Scope) -> list[str] | None:
             actor=scope.actor, subject_user_id=scope.user.pk, action=AuditAction.EXPORT_REFUSED
         )
         raise ExportNotAllowedError(
-            "the user has not allowed this agent to export their data (dashboard: Agents)"
+            gettext_noop(
+                "the user has not allowed this agent to export their data (dashboard: Agents)"
+            )
         )
     return list(scope.user.modes.filter(is_memory_off=False).values_list("slug", flat=True))
 

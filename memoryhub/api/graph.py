@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import Query, Router, Schema
 from pydantic import Field
 
@@ -61,11 +62,13 @@ def _agent_workspace(request: HttpRequest) -> tuple[Workspace, Actor]:
     """The calling agent's workspace, and the agent as the audit actor of what it reads."""
     api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
     if not isinstance(api_key, ApiKey):
-        raise NotAuthenticatedError("missing, unknown or revoked API key")
+        raise NotAuthenticatedError(gettext_noop("missing, unknown or revoked API key"))
     # Workspace-wide data (other users' scrubbed questions) is for the workspace's agents,
     # never for one user's personal key.
     if api_key.agent is None:
-        raise PermissionDeniedError("graph insights are for workspace agents, not personal keys")
+        raise PermissionDeniedError(
+            gettext_noop("graph insights are for workspace agents, not personal keys")
+        )
     actor = actor_for_key(api_key, channel=Channel.API, ip=client_ip(request))
     return api_key.agent.workspace, actor
 

@@ -8,6 +8,7 @@ from typing import Literal
 from uuid import UUID
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import File, P, PathEx, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 from pydantic import Field
@@ -127,8 +128,10 @@ def check_agent_may_import(scope: Scope, agent: Agent) -> None:
             actor=scope.actor, subject_user_id=scope.user.pk, action=AuditAction.IMPORT_REFUSED
         )
         raise ImportNotAllowedError(
-            "the user has not allowed this agent to import files into their memory "
-            "(dashboard: Agents)"
+            gettext_noop(
+                "the user has not allowed this agent to import files into their memory "
+                "(dashboard: Agents)"
+            )
         )
 
 
@@ -136,7 +139,7 @@ def _job_of(scope: Scope, import_id: UUID) -> ImportJob:
     # Security invariant: only the user's own imports, and only an agent's own ones for an agent.
     job = imports.get_import(user=scope.user, job_id=import_id)
     if scope.agent is not None and job.agent_id != scope.agent.pk:
-        raise NotFoundError("import not found")
+        raise NotFoundError(gettext_noop("import not found"))
     return job
 
 
@@ -158,7 +161,7 @@ def start_import(
     if scope.agent is not None:
         check_agent_may_import(scope, scope.agent)
     if options.trust and scope.agent is not None:
-        raise PermissionDeniedError("only the user's own key may trust an import")
+        raise PermissionDeniedError(gettext_noop("only the user's own key may trust an import"))
     job = imports.start_import(
         user=scope.user,
         mode=scope.mode,

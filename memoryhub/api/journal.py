@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import P, PathEx, Query, Router, Status
 
 from memoryhub.errors import PermissionDeniedError
@@ -36,7 +37,9 @@ def journal_out(item: JournalItem) -> JournalOut:
 
 def _agent_of(scope: Scope) -> Agent:
     if scope.agent is None:
-        raise PermissionDeniedError("the journal belongs to an agent: use an agent key")
+        raise PermissionDeniedError(
+            gettext_noop("the journal belongs to an agent: use an agent key")
+        )
     return scope.agent
 
 

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import P, PathEx, Query, Router, Status
 
 from memoryhub.embeddings import Embedder
@@ -71,7 +72,9 @@ def _check_payload(payload: dict[str, Any] | None) -> None:
     size = len(json.dumps(payload).encode())
     if size > settings.MEMORYHUB_MAX_CONTENT_BYTES:
         raise ContentTooLargeError(
-            f"payload is {size} bytes; the limit is {settings.MEMORYHUB_MAX_CONTENT_BYTES} bytes"
+            gettext_noop("payload is {size} bytes; the limit is {limit} bytes"),
+            size=size,
+            limit=settings.MEMORYHUB_MAX_CONTENT_BYTES,
         )
 
 
@@ -93,7 +96,7 @@ def _new_items(scope: Scope, items: list[MemoryFields]) -> list[NewMemory]:
     # only from the user: the dashboard or their personal key, never an agent's key.
     if scope.agent is not None and any(f.source == "user" for f in items):
         raise PermissionDeniedError(
-            'an agent key cannot write source "user": use "agent" or "explicit"'
+            gettext_noop('an agent key cannot write source "user": use "agent" or "explicit"')
         )
     return [new_memory(fields) for fields in items]
 
@@ -168,7 +171,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
             raise ValueError("naive cursor")
         return when, UUID(memory_id)
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise InvalidInputError("cursor is not valid: pass back a next_cursor value") from None
+        raise InvalidInputError(
+            gettext_noop("cursor is not valid: pass back a next_cursor value")
+        ) from None
 
 
 def page_memories(
@@ -208,7 +213,7 @@ def page_memories(
 def read_memory(scope: Scope, memory_id: UUID) -> MemoryOut:
     item = get_memory(user=scope.user, mode=scope.mode, memory_id=memory_id, actor=scope.actor)
     if item.status == MemoryStatus.FORGOTTEN:
-        raise NotFoundError("memory not found")
+        raise NotFoundError(gettext_noop("memory not found"))
     return MemoryOut.of(item)
 
 
@@ -324,7 +329,9 @@ def edit_memory_route(
     """Change a memory's content, importance or payload (the previous content is kept)."""
     scope = resolve_scope(request, scope_in.user, scope_in.mode)
     if payload.content is None and payload.importance is None and payload.payload is None:
-        raise InvalidInputError("nothing to change: send content, importance or payload")
+        raise InvalidInputError(
+            gettext_noop("nothing to change: send content, importance or payload")
+        )
     _check_payload(payload.payload)
     item = edit_memory(
         user=scope.user,
@@ -355,7 +362,7 @@ def delete_memory_route(
         user=scope.user, mode=scope.mode, memory_ids=[memory_id], actor=scope.actor
     )
     if not deleted:
-        raise NotFoundError("memory not found")
+        raise NotFoundError(gettext_noop("memory not found"))
     return DeletedOut(deleted=deleted)
 
 

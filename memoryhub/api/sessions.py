@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import Body, P, PathEx, Router, Schema, Status
 from pydantic import Field
 
@@ -111,7 +112,7 @@ def session_scope(
         scope = scope_for_key(api_key, str(owner.user_id), owner.mode.slug, channel=channel, ip=ip)
     except NotFoundError:
         # Out of the key's reach: say "no such session", not which part failed.
-        raise NotFoundError("session not found") from None
+        raise NotFoundError(gettext_noop("session not found")) from None
     session = sessions.get_session(
         user=scope.user, mode=scope.mode, session_id=session_id, agent=scope.agent
     )

@@ -6,6 +6,7 @@ import uuid
 
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.translation import gettext_noop
 from ninja import P, PathEx, Router, Status
 
 from memoryhub.audit.actions import AuditAction
@@ -25,7 +26,7 @@ UserPathRef = PathEx[
     P(description="The user's external_id or MemoryHub UUID; `me` is a personal key's own user."),
 ]
 
-EMAIL_REFUSED = (
+EMAIL_REFUSED = gettext_noop(
     "email is not accepted: agents do not set a user's login. To let the person reach this "
     "user's memory, hand them the link from POST /users/{external_id}/link"
 )
@@ -65,7 +66,7 @@ def create_or_get_user_for_key(
     user's UUID, AgentBlockedError when the existing user blocked the agent.
     """
     if api_key.agent is None:
-        raise PermissionDeniedError("only agent keys can create users")
+        raise PermissionDeniedError(gettext_noop("only agent keys can create users"))
     # Security invariant: an agent never sets a login identity, so an email it sends is refused
     # unread: the answer is the same whether or not anyone on the hub uses that address.
     if payload.email is not None:
@@ -73,7 +74,7 @@ def create_or_get_user_for_key(
     workspace = api_key.agent.workspace
     external_id = payload.external_id.strip()
     if not external_id:
-        raise InvalidInputError("external_id must not be blank")
+        raise InvalidInputError(gettext_noop("external_id must not be blank"))
     existing = User.objects.filter(workspace=workspace, external_id=external_id).first()
     if existing is not None:
         # The same scope rules as every other route: a user who blocked this agent is a 403,
@@ -82,7 +83,7 @@ def create_or_get_user_for_key(
         record_access(actor=scope.actor, subject_user_id=existing.pk, action=AuditAction.USER_READ)
         return user_out(existing), False
     if _is_another_users_id(workspace.pk, external_id):
-        raise ConflictError("external_id is the id of another user of this workspace")
+        raise ConflictError(gettext_noop("external_id is the id of another user of this workspace"))
     actor = actor_for_key(api_key, channel=channel, ip=ip)
     # No email, no password: nobody can sign in as this user until a person follows a link.
     user = create_user(
@@ -137,7 +138,7 @@ def create_user_link(
     """
     api_key = request_key(request)
     if api_key.agent is None:
-        raise PermissionDeniedError("only agent keys can link users")
+        raise PermissionDeniedError(gettext_noop("only agent keys can link users"))
     scope = resolve_scope(request, external_id)
     issued = issue_user_link(
         user=scope.user, agent=api_key.agent, email=payload.email, actor=scope.actor

@@ -11,6 +11,7 @@ from typing import Annotated, Literal, get_args
 from uuid import UUID
 
 from django.http import HttpRequest
+from django.utils.translation import gettext_noop
 from ninja import P, PathEx, Query, Router, Schema, Status
 from pydantic import Field
 
@@ -163,9 +164,11 @@ class DeliveryOut(Schema):
 def _agent_workspace(request: HttpRequest) -> tuple[Workspace, Actor]:
     api_key = request.auth  # type: ignore[attr-defined]  # Set by ApiKeyAuth on every route.
     if not isinstance(api_key, ApiKey):
-        raise NotAuthenticatedError("missing, unknown or revoked API key")
+        raise NotAuthenticatedError(gettext_noop("missing, unknown or revoked API key"))
     if api_key.agent is None:
-        raise PermissionDeniedError("webhooks are for workspace agents, not personal keys")
+        raise PermissionDeniedError(
+            gettext_noop("webhooks are for workspace agents, not personal keys")
+        )
     return api_key.agent.workspace, actor_for_key(
         api_key, channel=Channel.API, ip=client_ip(request)
     )

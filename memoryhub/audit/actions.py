@@ -233,6 +233,42 @@ class AuditAction(StrEnum):
     GRAPH_OVERVIEW = "graph.overview", _("looked at the knowledge graph"), Changes.NOTHING
 
 
+# The admin audit table's words where the user's words speak to them ("made you a
+# reviewer"): the same action said of the user, in the third person. Every other action's
+# words say it so already ("remembered something", the actor being the table's Actor).
+ADMIN_LABELS: dict[AuditAction, StrPromise] = {
+    AuditAction.AGENT_ALLOW: _("let an agent export all the user's data"),
+    AuditAction.AGENT_DISALLOW: _("stopped an agent exporting the user's data"),
+    AuditAction.API_KEY_REVOKE_ALL: _("revoked the user's personal keys (their password changed)"),
+    AuditAction.ACCESS_REFUSED: _("tried to reach the user's memory (the user blocked this agent)"),
+    AuditAction.ACCESS_LOG_VIEW: _("read the user's access log"),
+    AuditAction.EXPORT_REFUSED: _("asked to export all the user's data (not allowed by the user)"),
+    AuditAction.IMPORT_REFUSED: _(
+        "tried to import a file into the user's memory (not allowed by the user)"
+    ),
+    AuditAction.ROLE_GRANT_REVIEWER: _("granted the reviewer role"),
+    AuditAction.ROLE_GRANT_ADMIN: _("granted the admin role"),
+    AuditAction.ROLE_REVOKE_REVIEWER: _("revoked the reviewer role"),
+    AuditAction.ROLE_REVOKE_ADMIN: _("revoked the admin role"),
+    AuditAction.USER_CREATE: _("created the user record"),
+    AuditAction.USER_READ: _("read the user record"),
+    AuditAction.USER_LINK_ISSUE: _("made a link to connect a login to the user"),
+    AuditAction.USER_LINK: _("connected a login to the user"),
+    AuditAction.USER_LINK_UNDO: _("undid the link of a login to the user: the login left it"),
+    AuditAction.JOURNAL_CREATE: _("noted what it told the user"),
+    AuditAction.JOURNAL_READ: _("read its notes of what it told the user"),
+    AuditAction.JOURNAL_LIST: _("listed its notes of what it told the user"),
+    AuditAction.ANSWER_FEEDBACK: _("recorded the user's feedback on an answer"),
+    AuditAction.GRAPH_RECORD_ANSWER: _(
+        "added an answer the user was given to the workspace's knowledge graph"
+    ),
+    AuditAction.REVIEW_NAMES_READ: _("read the user's name to scrub it from a question for review"),
+    AuditAction.REVIEW_ANSWER_FOR_USER: _("answered a question of the user's, for them to confirm"),
+    AuditAction.REVIEW_NEEDS_USER: _("left the user a question only they can answer"),
+    AuditAction.AUDIT_VIEW: _("read the audit log about the user"),
+    AuditAction.AUDIT_EXPORT: _("exported the audit log about the user"),
+}
+
 # What an admin did to a row in the admin site: stored as "admin.<model>.<verb>"
 # (memoryhub/admin.py), a family of actions rather than members of the catalogue.
 ADMIN_SITE_PREFIX = "admin."
@@ -262,3 +298,11 @@ def action_words(stored: str) -> str:
     if len(parts) == 3 and f"{parts[0]}." == ADMIN_SITE_PREFIX and parts[2] in ADMIN_VERBS:
         return str(ADMIN_VERBS[parts[2]]).format(model=parts[1])
     return stored.replace(".", ": ").replace("_", " ")
+
+
+def action_label(stored: str) -> str:
+    """A stored action in the admin audit table's words: of the user, never to them."""
+    action = _BY_VALUE.get(stored)
+    if action is not None and action in ADMIN_LABELS:
+        return str(ADMIN_LABELS[action])
+    return action_words(stored)

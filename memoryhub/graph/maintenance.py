@@ -14,6 +14,7 @@ from uuid import UUID
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import (
@@ -128,7 +129,7 @@ def decay_edges(
     now = now or timezone.now()
     half_life = configured_half_life() if half_life_days is None else float(half_life_days)
     if not half_life > 0:
-        raise InvalidInputError("the half-life must be a positive number of days")
+        raise InvalidInputError(gettext_noop("the half-life must be a positive number of days"))
     runs = []
     for each in _workspaces(workspace):
         with transaction.atomic(), connection.cursor() as cursor:

@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub import text_patterns
 from memoryhub.actors import Actor
@@ -123,9 +124,11 @@ def check_node_type_slug(slug: str) -> str:
     """The slug of a new node type, stripped; InvalidInputError if malformed or built in."""
     slug = (slug or "").strip()
     if not NODE_TYPE_SLUG.match(slug):
-        raise InvalidInputError("a node type is a lowercase slug of at most 64 characters")
+        raise InvalidInputError(
+            gettext_noop("a node type is a lowercase slug of at most 64 characters")
+        )
     if slug in NodeType.values or slug in TOOL_TYPES:
-        raise InvalidInputError(f"{slug!r} is a built-in node type")
+        raise InvalidInputError(gettext_noop("{slug!r} is a built-in node type"), slug=slug)
     return slug
 
 
@@ -140,7 +143,9 @@ def declare_node_type(
                 workspace=workspace, slug=slug, name=name or slug, is_transient=is_transient
             )
     except IntegrityError:
-        raise ConflictError(f"node type {slug!r} is already declared") from None
+        raise ConflictError(
+            gettext_noop("node type {slug!r} is already declared"), slug=slug
+        ) from None
 
 
 def _text_of(value: object) -> str:
@@ -339,11 +344,11 @@ def apply_feedback(*, answer_id: UUID | str, value: str, now: datetime | None = 
     Raises InvalidInputError (value) and NotFoundError (no such answer in the graph).
     """
     if value not in ("up", "down"):
-        raise InvalidInputError("value must be 'up' or 'down'")
+        raise InvalidInputError(gettext_noop("value must be 'up' or 'down'"))
     record = _answer_row(answer_id)
     edge = _answered_by_edge(record.pk) if record is not None else None
     if record is None or edge is None:
-        raise NotFoundError("this answer is not in the graph")
+        raise NotFoundError(gettext_noop("this answer is not in the graph"))
     _set_answer_weight(edge, composite=record.composite, feedback=value, now=now or timezone.now())
     return edge
 

@@ -300,4 +300,8 @@ def read_records(opener: Opener, file_format: str) -> Iterator[Record]:
         return read_conversations(opener, claude_conversation)
     if file_format == ImportFormat.OPENMEMORY:
         return _read_openmemory(opener)
-    raise ImportFileError(f"unknown format {file_format!r}", code="import_unrecognised")
+    raise ImportFileError(
+        gettext_noop("unknown format {file_format!r}"),
+        file_format=file_format,
+        code="import_unrecognised",
+    )

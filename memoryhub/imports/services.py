@@ -108,7 +108,7 @@ def _enqueue_import(job_id: UUID) -> None:
 def _check_allowed(job_user: User, mode: Mode, actor: Actor, agent: Agent | None) -> None:
     check_writable(job_user, actor, mode)
     if agent is not None and AgentBlock.objects.filter(user=job_user, agent=agent).exists():
-        raise AgentBlockedError("this user has blocked this agent")
+        raise AgentBlockedError(gettext_noop("this user has blocked this agent"))
 
 
 def start_import(
@@ -296,7 +296,7 @@ def run_import(*, job_id: UUID | str, embedder: Embedder | None = None) -> Impor
         .first()
     )
     if job is None:
-        raise NotFoundError("import not found")
+        raise NotFoundError(gettext_noop("import not found"))
     with _job_lock(job.pk) as is_ours:
         if not is_ours:
             # Another run of the same job (a redelivered or requeued task) is at work.
@@ -437,5 +437,5 @@ def get_import(*, user: User, job_id: UUID | str) -> ImportJob:
     except ValueError:
         job = None
     if job is None:
-        raise NotFoundError("import not found")
+        raise NotFoundError(gettext_noop("import not found"))
     return job

@@ -23,6 +23,7 @@ from uuid import UUID, uuid4
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -123,22 +124,29 @@ def _audit_and_record_in_graph(
 
 def _check_context_ids(values: Collection[object]) -> list[str]:
     if len(values) > MAX_CONTEXT_IDS:
-        raise InvalidInputError(f"context_ids holds more than {MAX_CONTEXT_IDS} ids")
+        raise InvalidInputError(
+            gettext_noop("context_ids holds more than {limit} ids"),
+            limit=MAX_CONTEXT_IDS,
+        )
     ids = []
     for value in values:
         if not isinstance(value, str) or not 0 < len(value) <= 64 or "\x00" in value:
-            raise InvalidInputError("context_ids must be ids of at most 64 characters")
+            raise InvalidInputError(
+                gettext_noop("context_ids must be ids of at most 64 characters")
+            )
         ids.append(value.strip())
     return ids
 
 
 def _check_items(values: Collection[object]) -> list[dict[str, Any]]:
     if len(values) > MAX_ITEMS:
-        raise InvalidInputError(f"items holds more than {MAX_ITEMS} entries")
+        raise InvalidInputError(
+            gettext_noop("items holds more than {limit} entries"), limit=MAX_ITEMS
+        )
     items: list[dict[str, Any]] = []
     for value in values:
         if not isinstance(value, dict):
-            raise InvalidInputError("items must be JSON objects")
+            raise InvalidInputError(gettext_noop("items must be JSON objects"))
         items.append(value)
     return items
 
@@ -146,7 +154,10 @@ def _check_items(values: Collection[object]) -> list[dict[str, Any]]:
 def _check_comment(comment: str | None) -> str:
     comment = (comment or "").strip()
     if "\x00" in comment or len(comment) > MAX_COMMENT_CHARS:
-        raise InvalidInputError(f"comment must be text of at most {MAX_COMMENT_CHARS} characters")
+        raise InvalidInputError(
+            gettext_noop("comment must be text of at most {limit} characters"),
+            limit=MAX_COMMENT_CHARS,
+        )
     return comment
 
 
@@ -158,7 +169,7 @@ def _find_session(*, user: User, mode: Mode, session_id: UUID | str | None) -> S
     except (ValueError, ValidationError):
         session = None
     if session is None:
-        raise NotFoundError("session not found")
+        raise NotFoundError(gettext_noop("session not found"))
     return session
 
 
@@ -287,7 +298,7 @@ def report_answer(
     item_list = _check_items(items)
     session = _find_session(user=user, mode=mode, session_id=session_id)
     if session is not None and session.is_incognito:
-        raise ConflictError("answers in an incognito session are not recorded")
+        raise ConflictError(gettext_noop("answers in an incognito session are not recorded"))
     workspace = user.workspace
     composite = composite_confidence(checked, signal_weights(workspace.signal_weights))
     findings = find_hallucination_signals(
@@ -349,7 +360,7 @@ def get_answer_row(*, user: User, mode: Mode, answer_id: UUID | str) -> AnswerRe
     try:
         return AnswerRecord.objects.get(pk=answer_id, user=user, mode=mode)
     except (AnswerRecord.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("answer not found") from None
+        raise NotFoundError(gettext_noop("answer not found")) from None
 
 
 def record_feedback(
@@ -368,7 +379,7 @@ def record_feedback(
     """
     check_writable(user, actor, mode)
     if value not in Feedback.values:
-        raise InvalidInputError("value must be 'up' or 'down'")
+        raise InvalidInputError(gettext_noop("value must be 'up' or 'down'"))
     comment = _check_comment(comment)
     record = get_answer_row(user=user, mode=mode, answer_id=answer_id)
     candidate = LearningCandidate.objects.filter(answer=record).first()

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.embeddings import Embedder
 from memoryhub.errors import ContentTooLargeError, InvalidInputError
@@ -25,10 +26,12 @@ MAX_DOCUMENT_CHARS = 200_000
 
 def _check_text(value: str, *, field: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{field} must not be empty")
+        raise InvalidInputError(gettext_noop("{field} must not be empty"), field=field)
     check_storable(value, field=field)
     if len(value) > limit:
-        raise ContentTooLargeError(f"{field} is longer than {limit} characters")
+        raise ContentTooLargeError(
+            gettext_noop("{field} is longer than {limit} characters"), field=field, limit=limit
+        )
     return value.strip()
 
 
@@ -74,7 +77,7 @@ def publish_document(
 ) -> KnowledgeDocument:
     """Create a document, chunk and embed it, and publish it at once."""
     if source not in KnowledgeDocument.Source.values:
-        raise InvalidInputError("unknown document source")
+        raise InvalidInputError(gettext_noop("unknown document source"))
     body = _check_text(body, field="body", limit=MAX_DOCUMENT_CHARS)
     title = _check_text(title or title_from(body), field="title", limit=MAX_TITLE_CHARS)
     with transaction.atomic():

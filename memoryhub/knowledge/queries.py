@@ -15,6 +15,7 @@ from uuid import UUID
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -76,7 +77,7 @@ def answer_owner(*, answer_id: UUID | str) -> tuple[UUID, str]:
         else None
     )
     if row is None:
-        raise NotFoundError("answer not found")
+        raise NotFoundError(gettext_noop("answer not found"))
     return row
 
 
@@ -167,4 +168,4 @@ def get_document(*, workspace: Workspace, document_id: UUID | str) -> KnowledgeD
     try:
         return KnowledgeDocument.objects.get(workspace=workspace, pk=document_id)
     except (KnowledgeDocument.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("document not found") from None
+        raise NotFoundError(gettext_noop("document not found")) from None

@@ -8,6 +8,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import date
 
+from django.utils.translation import gettext_noop
+
 from memoryhub import text_patterns
 from memoryhub.errors import InvalidInputError
 from memoryhub.models import FailureClass
@@ -48,9 +50,13 @@ def check_signals(values: Mapping[str, object]) -> Signals:
         value = values.get(name)
         # bool is an int subclass: "true" is not a signal strength.
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidInputError(f"signals.{name} must be a number between 0 and 1")
+            raise InvalidInputError(
+                gettext_noop("signals.{name} must be a number between 0 and 1"), name=name
+            )
         if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise InvalidInputError(f"signals.{name} must be between 0 and 1")
+            raise InvalidInputError(
+                gettext_noop("signals.{name} must be between 0 and 1"), name=name
+            )
         checked[name] = float(value)
     return Signals(**checked)
 

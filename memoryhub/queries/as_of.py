@@ -15,6 +15,7 @@ from uuid import UUID
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import InvalidAsOfError
 from memoryhub.keyring import UserCipher
@@ -27,9 +28,11 @@ def check_as_of(as_of: datetime | None) -> datetime | None:
     if as_of is None:
         return None
     if as_of.tzinfo is None:
-        raise InvalidAsOfError("as_of must carry a time zone (e.g. 2026-05-01T12:00:00Z)")
+        raise InvalidAsOfError(
+            gettext_noop("as_of must carry a time zone (e.g. 2026-05-01T12:00:00Z)")
+        )
     if as_of > timezone.now():
-        raise InvalidAsOfError("as_of is in the future: nothing is known of it yet")
+        raise InvalidAsOfError(gettext_noop("as_of is in the future: nothing is known of it yet"))
     return as_of
 
 

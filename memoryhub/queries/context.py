@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -257,7 +258,7 @@ def _check_session(*, session: Session | None, user: User, mode: Mode, agent: Ag
         or (agent is not None and session.agent_id not in (None, agent.pk))
     ):
         # Security invariant: another user's, mode's or agent's thread does not exist for you.
-        raise NotFoundError("session not found")
+        raise NotFoundError(gettext_noop("session not found"))
 
 
 def _trusted_blocks(
@@ -326,11 +327,16 @@ def assemble_context(
     message = check_content(message, field="message")
     as_of = check_as_of(as_of)
     if as_of is not None and session is not None:
-        raise InvalidAsOfError("as_of cannot be combined with a session: threads keep no history")
+        raise InvalidAsOfError(
+            gettext_noop("as_of cannot be combined with a session: threads keep no history")
+        )
     agent_settings = AgentSettings.of(agent)
     budget = agent_settings.token_budget if budget_tokens is None else budget_tokens
     if not 0 <= budget <= MAX_BUDGET_TOKENS:
-        raise InvalidInputError(f"budget_tokens must be between 0 and {MAX_BUDGET_TOKENS}")
+        raise InvalidInputError(
+            gettext_noop("budget_tokens must be between 0 and {limit}"),
+            limit=MAX_BUDGET_TOKENS,
+        )
     _check_session(session=session, user=user, mode=mode, agent=agent)
     enabled = SWITCHABLE_LAYERS - agent_settings.disabled_layers
     if not is_memory_in_use(mode=mode, actor=actor):

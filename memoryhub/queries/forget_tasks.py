@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import NotFoundError
 from memoryhub.models import ForgetTask, Mode, User
@@ -15,4 +16,4 @@ def get_forget_task(*, user: User, mode: Mode, task_id: UUID | str) -> ForgetTas
     try:
         return ForgetTask.objects.get(pk=task_id, user=user, mode=mode)
     except (ForgetTask.DoesNotExist, ValueError, ValidationError):
-        raise NotFoundError("forget task not found") from None
+        raise NotFoundError(gettext_noop("forget task not found")) from None

@@ -11,6 +11,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.utils.translation import gettext_noop
+
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
 from memoryhub.audit.log import record_access, subject_pseudonym
@@ -154,12 +156,12 @@ def get_memory_history(
     """
     is_agent = actor.actor_type == ActorType.AGENT
     if not is_memory_in_use(mode=mode, actor=actor):
-        raise NotFoundError("memory not found")
+        raise NotFoundError(gettext_noop("memory not found"))
     memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     # Security invariant: forgetting is not history, and candidates are never shown to agents.
     hidden = {MemoryStatus.FORGOTTEN, *([MemoryStatus.CANDIDATE] if is_agent else [])}
     if memory.status in hidden:
-        raise NotFoundError("memory not found")
+        raise NotFoundError(gettext_noop("memory not found"))
     cipher = cipher_for(user)
 
     def read(using: str) -> MemoryHistory:

@@ -8,6 +8,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -41,7 +42,7 @@ def get_memory(*, user: User, mode: Mode, memory_id: UUID | str, actor: Actor) -
     Raises NotFoundError for an agent when the user turned memory off in the mode.
     """
     if not is_memory_in_use(mode=mode, actor=actor):
-        raise NotFoundError("memory not found")
+        raise NotFoundError(gettext_noop("memory not found"))
     memory = get_memory_row(user=user, mode=mode, memory_id=memory_id)
     item = decrypt_memory(memory, cipher_for(user))
     record_access(

@@ -35,6 +35,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit import log as audit_log
@@ -517,11 +518,14 @@ def decrypt_ranked(ranked: Sequence[RankedMemory], cipher: UserCipher) -> list[M
 def check_query(query: str) -> str:
     """Validate a search query: text with at least one word, within the size cap."""
     if not isinstance(query, str) or not query.strip():
-        raise InvalidInputError("query must not be empty")
+        raise InvalidInputError(gettext_noop("query must not be empty"))
     if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInputError(f"query is longer than {MAX_QUERY_CHARS} characters")
+        raise InvalidInputError(
+            gettext_noop("query is longer than {limit} characters"),
+            limit=MAX_QUERY_CHARS,
+        )
     if "\x00" in query:
-        raise InvalidInputError("query must not contain NUL characters")
+        raise InvalidInputError(gettext_noop("query must not contain NUL characters"))
     return query.strip()
 
 
@@ -555,7 +559,7 @@ def search_memories(
     """
     query = check_query(query)
     if not 1 <= k <= MAX_K:
-        raise InvalidInputError(f"k must be between 1 and {MAX_K}")
+        raise InvalidInputError(gettext_noop("k must be between 1 and {limit}"), limit=MAX_K)
     recall_filter = RecallFilter(
         kinds=tuple(kinds),
         since=since,

@@ -7,6 +7,7 @@ from datetime import datetime
 from uuid import UUID
 
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import InvalidInputError
 from memoryhub.keyring import UserCipher, tokenize
@@ -40,15 +41,19 @@ def check_filter(recall_filter: RecallFilter) -> None:
     """Raise InvalidInputError on an unknown kind, a naive or inverted period, or a blank topic."""
     unknown = set(recall_filter.kinds) - set(MemoryKind.values)
     if unknown:
-        raise InvalidInputError(f"kinds must be among: {', '.join(MemoryKind.values)}")
+        raise InvalidInputError(
+            gettext_noop("kinds must be among: {kinds}"), kinds=", ".join(MemoryKind.values)
+        )
     for name in ("since", "until"):
         moment = getattr(recall_filter, name)
         if moment is not None and moment.tzinfo is None:
-            raise InvalidInputError(f"{name} must be a timezone-aware datetime")
+            raise InvalidInputError(
+                gettext_noop("{name} must be a timezone-aware datetime"), name=name
+            )
     if recall_filter.since and recall_filter.until and recall_filter.since >= recall_filter.until:
-        raise InvalidInputError("since must be before until")
+        raise InvalidInputError(gettext_noop("since must be before until"))
     if any(not tokenize(topic) for topic in recall_filter.topics):
-        raise InvalidInputError("each topic needs at least one word")
+        raise InvalidInputError(gettext_noop("each topic needs at least one word"))
 
 
 def candidates(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db import connections, router, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 from django.views.decorators.debug import sensitive_variables
 
 from memoryhub.actors import Actor
@@ -76,7 +77,7 @@ def create_agent(*, workspace: Workspace, name: str, persona: str = "") -> tuple
     """Register an agent and issue its first key."""
     name = name.strip()
     if not name:
-        raise InvalidInputError("an agent needs a name")
+        raise InvalidInputError(gettext_noop("an agent needs a name"))
     with transaction.atomic():
         agent, _ = Agent.objects.get_or_create(
             workspace=workspace, name=name, defaults={"persona": persona}
@@ -97,7 +98,7 @@ def rotate_agent_key(*, agent: Agent) -> IssuedKey:
 def create_personal_key(*, user: User, name: str, mode: Mode | None = None) -> IssuedKey:
     """Issue a personal access key that can only ever act for this user (and mode, if given)."""
     if mode is not None and mode.user_id != user.pk:
-        raise InvalidInputError("the mode must belong to the key's user")
+        raise InvalidInputError(gettext_noop("the mode must belong to the key's user"))
     return _issue(agent=None, user=user, mode=mode, name=name or "personal key")
 
 
@@ -129,7 +130,7 @@ def revoke_review_key(*, reviewer: User, key_id: int, actor: Actor) -> ApiKey:
             .first()
         )
         if api_key is None:
-            raise NotFoundError("no such reviewer key")
+            raise NotFoundError(gettext_noop("no such reviewer key"))
         revoke_key(api_key=api_key)
         record_access(
             actor=actor,

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -118,7 +119,7 @@ def confirm_memory(
         row = get_memory_row(user=user, mode=mode, memory_id=memory_id)
         memory = Memory.all_owners.select_for_update().get(pk=row.pk)
         if memory.status not in LIVE_STATUSES or memory.valid_to is not None:
-            raise ConflictError("only a current or candidate memory can be confirmed")
+            raise ConflictError(gettext_noop("only a current or candidate memory can be confirmed"))
         now = timezone.now()
         superseded: list[UUID] = []
         if memory.slot_hash:

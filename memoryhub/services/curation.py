@@ -125,7 +125,7 @@ def copy_to_mode(
 ) -> MemoryItem:
     """Copy one item into another mode of the same user (modes never share items otherwise)."""
     if target_mode.user_id != user.pk:
-        raise NotFoundError("mode not found")
+        raise NotFoundError(gettext_noop("mode not found"))
     if target_mode.pk == mode.pk:
         raise InvalidInputError(gettext_noop("choose a different mode to copy into"))
     item = decrypt_memory(

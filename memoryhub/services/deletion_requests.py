@@ -8,6 +8,7 @@ from uuid import UUID
 
 from django.db.models import Q
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.embeddings import Embedder
@@ -25,7 +26,7 @@ def find_user(user_ref: str) -> User:
         lookup = Q(email__iexact=user_ref.strip())
     user = User.objects.filter(lookup).first()
     if user is None:
-        raise NotFoundError("no such user")
+        raise NotFoundError(gettext_noop("no such user"))
     return user
 
 
@@ -37,7 +38,9 @@ def _moment(value: str | None, name: str) -> datetime | None:
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:
-        raise InvalidInputError(f"{name} must be an ISO 8601 date-time with a time zone")
+        raise InvalidInputError(
+            gettext_noop("{name} must be an ISO 8601 date-time with a time zone"), name=name
+        )
     return moment
 
 

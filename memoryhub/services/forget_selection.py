@@ -74,11 +74,13 @@ def check_selector(selector: ForgetSelector) -> tuple[UUID, ...]:
     try:
         ids = tuple(UUID(str(memory_id)) for memory_id in selector.memory_ids)
     except ValueError:
-        raise InvalidInputError("memory_ids must be UUIDs") from None
+        raise InvalidInputError(gettext_noop("memory_ids must be UUIDs")) from None
     for name in ("since", "until"):
         moment = getattr(selector, name)
         if moment is not None and (not isinstance(moment, datetime) or moment.tzinfo is None):
-            raise InvalidInputError(f"{name} must be a timezone-aware datetime")
+            raise InvalidInputError(
+                gettext_noop("{name} must be a timezone-aware datetime"), name=name
+            )
     if selector.since and selector.until and selector.since >= selector.until:
         raise InvalidInputError(gettext_noop("since must be before until"))
     for name in ("topic", "query"):

@@ -13,6 +13,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import IntegrityError
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub import crypto
 from memoryhub.actors import Actor
@@ -71,7 +72,7 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
         # Another user, mode or body under the same key is a client bug: replaying the first
         # write would hand back another request's memories, writing would break the promise.
         raise IdempotencyKeyReusedError(
-            "this idempotency_key was already used with a different request"
+            gettext_noop("this idempotency_key was already used with a different request")
         )
     rows = {
         row.pk: row
@@ -81,7 +82,9 @@ def _replay(*, claim: IdempotentWrite, user: User, mode: Mode, actor: Actor) -> 
     }
     if len(rows) != len(first.memory_ids):
         # Deleted or forgotten since: a retry must never bring it back.
-        raise ConflictError("what was written with this idempotency_key has been deleted since")
+        raise ConflictError(
+            gettext_noop("what was written with this idempotency_key has been deleted since")
+        )
     ids: list[UUID] = list(first.memory_ids)
     record_access(
         actor=actor,

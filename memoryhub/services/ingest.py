@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -165,7 +166,7 @@ def run_extraction(
         .first()
     )
     if session_row is None:
-        raise NotFoundError("session not found")
+        raise NotFoundError(gettext_noop("session not found"))
     if (
         session_row.is_incognito
         or session_row.user.is_memory_paused
@@ -176,7 +177,7 @@ def run_extraction(
         _set_session_status(session_row, Session.ExtractionStatus.SKIPPED)
         return None
     if session_row.is_open:
-        raise ConflictError("the session is still open: end it before extracting")
+        raise ConflictError(gettext_noop("the session is still open: end it before extracting"))
     run, _ = ExtractionRun.objects.get_or_create(
         idempotency_key=extraction_key(session_row.pk),
         defaults={"session": session_row, "extractor": "pending"},

@@ -6,6 +6,7 @@ from uuid import UUID, uuid4
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -36,7 +37,10 @@ def add_journal_entry(
     """
     check_writable(user, actor, mode)
     if entry_type not in JournalEntry.EntryType.values:
-        raise InvalidInputError("type must be one of: " + ", ".join(JournalEntry.EntryType.values))
+        raise InvalidInputError(
+            gettext_noop("type must be one of: {types}"),
+            types=", ".join(JournalEntry.EntryType.values),
+        )
     summary = check_content(summary, field="summary")
     key = key.strip()[:200]
     cipher = cipher_for(user)
@@ -125,7 +129,7 @@ def resolve_journal_entry(
             .first()
         )
         if entry is None:
-            raise NotFoundError("journal entry not found")
+            raise NotFoundError(gettext_noop("journal entry not found"))
         if entry.resolved_at is None:
             entry.resolved_at = timezone.now()
             entry.save(update_fields=["resolved_at"])

@@ -10,6 +10,7 @@ from uuid import UUID, uuid4
 
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -50,7 +51,9 @@ from memoryhub.services.write_checks import check_content, check_writable
 def _choice(value: str, choices: type[Any], field: str) -> str:
     if value not in choices.values:
         allowed = ", ".join(choices.values)
-        raise InvalidInputError(f"{field} must be one of: {allowed}")
+        raise InvalidInputError(
+            gettext_noop("{field} must be one of: {allowed}"), field=field, allowed=allowed
+        )
     return value
 
 
@@ -107,7 +110,7 @@ def build_memory(
         item.confidence or _default_confidence(item.source), Confidence, "confidence"
     )
     if item.payload is not None and not isinstance(item.payload, dict):
-        raise InvalidInputError("payload must be a JSON object")
+        raise InvalidInputError(gettext_noop("payload must be a JSON object"))
     now = timezone.now()
     memory = Memory(
         id=uuid4(),
@@ -175,7 +178,7 @@ def remember_many(
     """
     check_writable(user, actor, mode)
     if not items:
-        raise InvalidInputError("nothing to remember: items is empty")
+        raise InvalidInputError(gettext_noop("nothing to remember: items is empty"))
     if cipher is not None and cipher.user_id != user.pk:
         raise ValueError("remember_many was given another user's cipher")
     cipher = cipher or cipher_for(user)
@@ -278,7 +281,7 @@ def edit_memory(
     if source is None and actor.actor_type == ActorType.AGENT:
         source = MemorySource.AGENT
     if payload is not None and not isinstance(payload, dict):
-        raise InvalidInputError("payload must be a JSON object")
+        raise InvalidInputError(gettext_noop("payload must be a JSON object"))
     if content is not None:
         content = check_content(content)
     cipher = cipher_for(user)

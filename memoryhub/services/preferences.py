@@ -38,7 +38,7 @@ def set_mode_memory_off(*, user: User, mode: Mode, is_off: bool, actor: Actor) -
     Raises NotFoundError for a mode of another user.
     """
     if mode.user_id != user.pk:
-        raise NotFoundError("no such mode")
+        raise NotFoundError(gettext_noop("no such mode"))
     with transaction.atomic():
         mode.is_memory_off = is_off
         mode.save(update_fields=["is_memory_off"])

@@ -13,6 +13,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connections, router
 from django.db.transaction import TransactionManagementError
+from django.utils.translation import gettext_noop
 
 from memoryhub.crypto import NONCE_BYTES
 from memoryhub.errors import QuotaExceededError
@@ -42,7 +43,11 @@ def stored_size(row: Memory) -> int:
 def _refuse_above(used: int, adding: int, limit: int, *, quota: str, what: str) -> None:
     if limit > 0 and adding > 0 and used + adding > limit:
         raise QuotaExceededError(
-            f"{quota}: this would make {used + adding} {what}; the limit is {limit}", quota=quota
+            gettext_noop("{quota}: this would make {count} {what}; the limit is {limit}"),
+            quota=quota,
+            count=used + adding,
+            what=what,
+            limit=limit,
         )
 
 
@@ -83,14 +88,14 @@ def check_memory_quota(*, user: User, memories: int, stored_bytes: int) -> None:
         memories,
         settings.MEMORYHUB_QUOTA_MEMORIES_PER_USER,
         quota="MEMORYHUB_QUOTA_MEMORIES_PER_USER",
-        what="memories for this user",
+        what=gettext_noop("memories for this user"),
     )
     _refuse_above(
         usage.stored_bytes,
         stored_bytes,
         settings.MEMORYHUB_QUOTA_BYTES_PER_USER,
         quota="MEMORYHUB_QUOTA_BYTES_PER_USER",
-        what="stored bytes for this user",
+        what=gettext_noop("stored bytes for this user"),
     )
     memory_limit = settings.MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE
     bytes_limit = settings.MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE
@@ -103,14 +108,14 @@ def check_memory_quota(*, user: User, memories: int, stored_bytes: int) -> None:
         memories,
         memory_limit,
         quota="MEMORYHUB_QUOTA_MEMORIES_PER_WORKSPACE",
-        what="memories in this workspace",
+        what=gettext_noop("memories in this workspace"),
     )
     _refuse_above(
         totals.stored_bytes,
         stored_bytes,
         bytes_limit,
         quota="MEMORYHUB_QUOTA_BYTES_PER_WORKSPACE",
-        what="stored bytes in this workspace",
+        what=gettext_noop("stored bytes in this workspace"),
     )
 
 
@@ -135,7 +140,7 @@ def check_answer_quota(*, user: User, now: datetime | None = None) -> None:
             1,
             limit,
             quota="MEMORYHUB_QUOTA_ANSWERS_PER_USER_PER_DAY",
-            what="answers today for this user",
+            what=gettext_noop("answers today for this user"),
         )
 
 
@@ -151,7 +156,7 @@ def check_candidate_quota(*, workspace: Workspace, now: datetime | None = None) 
             1,
             limit,
             quota="MEMORYHUB_QUOTA_CANDIDATES_PER_WORKSPACE_PER_DAY",
-            what="learning candidates today in this workspace",
+            what=gettext_noop("learning candidates today in this workspace"),
         )
 
 

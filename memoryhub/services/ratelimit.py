@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import RateLimitedError
 from memoryhub.models import RateLimitWindow
@@ -56,7 +57,8 @@ def _state(limit: int, used: int, now: datetime) -> RateLimitState:
 
 def _refuse(state: RateLimitState) -> RateLimitedError:
     return RateLimitedError(
-        f"rate limit of {state.limit} requests per minute exceeded",
+        gettext_noop("rate limit of {limit} requests per minute exceeded"),
+        limit=state.limit,
         retry_after_seconds=state.reset_seconds,
         rate_limit=state,
     )

@@ -26,6 +26,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db import models, transaction
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -146,7 +147,11 @@ def choose_embedding_model(*, workspace: Workspace, model: str, actor: Actor) ->
     this code does not know.
     """
     if model and model not in MODELS:
-        raise InvalidInputError(f"unknown embedding model {model!r}; known: {', '.join(MODELS)}")
+        raise InvalidInputError(
+            gettext_noop("unknown embedding model {model!r}; known: {models}"),
+            model=model,
+            models=", ".join(MODELS),
+        )
     if workspace.embedding_model == model:
         return workspace
     with transaction.atomic():

@@ -14,6 +14,7 @@ from uuid import UUID, uuid4
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.errors import TooManyConcurrentRequestsError
 from memoryhub.models import RequestSlot
@@ -64,7 +65,10 @@ def acquire_request_slot(owner: str, *, now: datetime | None = None) -> UUID | N
         taken = cursor.fetchone()
     if taken is None:
         raise TooManyConcurrentRequestsError(
-            f"this key owner already has {limit} requests running: wait for one to finish",
+            gettext_noop(
+                "this key owner already has {limit} requests running: wait for one to finish"
+            ),
+            limit=limit,
             retry_after_seconds=RETRY_AFTER_SECONDS,
         )
     return slot_id

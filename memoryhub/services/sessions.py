@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memoryhub.actors import Actor
 from memoryhub.audit.actions import AuditAction
@@ -66,7 +67,7 @@ def locate_session(session_id: UUID | str) -> Session:
     except (ValueError, ValidationError):
         session = None
     if session is None:
-        raise NotFoundError("session not found")
+        raise NotFoundError(gettext_noop("session not found"))
     return session
 
 
@@ -87,7 +88,7 @@ def get_session(
     if session is None or (
         agent is not None and session.agent_id is not None and session.agent_id != agent.pk
     ):
-        raise NotFoundError("session not found")
+        raise NotFoundError(gettext_noop("session not found"))
     return session
 
 
@@ -123,18 +124,20 @@ def add_message(
     nothing is kept) and ConflictError (the session has ended).
     """
     if role not in Message.Role.values:
-        raise InvalidInputError(f"role must be one of: {', '.join(Message.Role.values)}")
+        raise InvalidInputError(
+            gettext_noop("role must be one of: {roles}"), roles=", ".join(Message.Role.values)
+        )
     content = check_content(content)
     check_writable(session.user, actor, session.mode)
     if not session.is_open:
-        raise ConflictError("the session has ended")
+        raise ConflictError(gettext_noop("the session has ended"))
     cipher = cipher_for(session.user)
     # Embedding is the slow part: do it before taking the session lock.
     embedding = embedder.embed([content])[0]
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if not locked.is_open:
-            raise ConflictError("the session has ended")
+            raise ConflictError(gettext_noop("the session has ended"))
         last = locked.messages.order_by("-seq").values_list("seq", flat=True).first()
         now = timezone.now()
         message_id = uuid4()
@@ -261,18 +264,22 @@ def put_working_memory(*, session: Session, data: dict[str, Any], actor: Actor) 
     Raises InvalidInputError, ContentTooLargeError, MemoryPausedError and ConflictError (ended).
     """
     if not isinstance(data, dict):
-        raise InvalidInputError("working memory must be a JSON object")
+        raise InvalidInputError(gettext_noop("working memory must be a JSON object"))
     try:
         serialised = json.dumps(data, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):
-        raise InvalidInputError("working memory must be plain JSON") from None
+        raise InvalidInputError(gettext_noop("working memory must be plain JSON")) from None
     size = len(serialised.encode())  # ASCII: json.dumps escapes everything else.
     limit = settings.MEMORYHUB_MAX_WORKING_MEMORY_BYTES
     if size > limit:
-        raise ContentTooLargeError(f"working memory is {size} bytes; the limit is {limit} bytes")
+        raise ContentTooLargeError(
+            gettext_noop("working memory is {size} bytes; the limit is {limit} bytes"),
+            size=size,
+            limit=limit,
+        )
     check_writable(session.user, actor, session.mode)
     if not session.is_open:
-        raise ConflictError("the session has ended")
+        raise ConflictError(gettext_noop("the session has ended"))
     cipher = cipher_for(session.user)
     now = timezone.now()
     with transaction.atomic():
@@ -280,7 +287,7 @@ def put_working_memory(*, session: Session, data: dict[str, Any], actor: Actor) 
         # otherwise land after an incognito session's working memory was deleted, and stay.
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if not locked.is_open:
-            raise ConflictError("the session has ended")
+            raise ConflictError(gettext_noop("the session has ended"))
         session.working_memory_ciphertext = cipher.encrypt(
             serialised, table=SESSION_TABLE, row_id=session.pk, field=WORKING_MEMORY_FIELD
         )

@@ -108,7 +108,7 @@ def _normalized_email(email: str) -> str:
     try:
         validate_email(email)
     except ValidationError:
-        raise InvalidInputError("email must be the person's email address") from None
+        raise InvalidInputError(gettext_noop("email must be the person's email address")) from None
     return email
 
 
@@ -122,13 +122,17 @@ def issue_user_link(*, user: User, agent: Agent, email: str, actor: Actor) -> Is
     """
     # Security invariant: an agent links users of its own workspace only.
     if user.workspace_id != agent.workspace_id:
-        raise NotFoundError("user not found")
+        raise NotFoundError(gettext_noop("user not found"))
     if has_login(user):
-        raise ConflictError("this user already has a login: a person signs in as them already")
+        raise ConflictError(
+            gettext_noop("this user already has a login: a person signs in as them already")
+        )
     # Security invariant: only the agent that created the user hands out its link; other
     # agents of the workspace talk to the user, and must not be able to take it over.
     if user.created_by_agent_id != agent.pk:
-        raise NotUserCreatorError("only the agent that created this user may issue its link")
+        raise NotUserCreatorError(
+            gettext_noop("only the agent that created this user may issue its link")
+        )
     # Never looked up: the answer is the same whether anyone on the hub uses the address.
     email = _normalized_email(email)
     token = secrets.token_urlsafe(32)
@@ -289,7 +293,7 @@ def undo_user_link(*, link_id: int, admin: User, actor: Actor) -> UserLink:
         links = UserLink.objects.used().visible_to_admin(admin).select_related("agent")
         link = links.select_for_update(of=("self",)).filter(pk=link_id).first()
         if link is None:
-            raise NotFoundError("link not found")
+            raise NotFoundError(gettext_noop("link not found"))
         if link.undone_at is not None:
             raise GoneError(gettext_noop("this link was undone already"))
         user = User.objects.select_for_update().select_related("workspace").get(pk=link.user_id)

@@ -32,7 +32,7 @@ def create_user(
     """
     email = email.strip().lower() if email else None
     if not email and not external_id:
-        raise InvalidInputError("a user needs an email or an external id")
+        raise InvalidInputError(gettext_noop("a user needs an email or an external id"))
     try:
         with transaction.atomic():
             user = User.objects.create_user(
@@ -52,7 +52,9 @@ def create_user(
             if actor is not None:
                 record_access(actor=actor, subject_user_id=user.pk, action=AuditAction.USER_CREATE)
     except IntegrityError:
-        raise ConflictError("a user with this email or external id already exists") from None
+        raise ConflictError(
+            gettext_noop("a user with this email or external id already exists")
+        ) from None
     return user
 
 
@@ -74,4 +76,4 @@ def ensure_mode(*, user: User, slug: str, create: bool = False) -> Mode:
         return mode
     if slug in DEFAULT_MODES or create:
         return create_mode(user=user, name=slug)
-    raise NotFoundError(f"mode {slug!r} does not exist for this user")
+    raise NotFoundError(gettext_noop("mode {slug!r} does not exist for this user"), slug=slug)

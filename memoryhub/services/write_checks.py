@@ -63,8 +63,12 @@ def check_batch_content(contents: Sequence[str]) -> None:
     limit = settings.MEMORYHUB_MAX_BATCH_CONTENT_BYTES
     if size > limit:
         raise ContentTooLargeError(
-            f"the batch's contents add up to {size} bytes; the limit is {limit} bytes: "
-            "send them in smaller batches"
+            gettext_noop(
+                "the batch's contents add up to {size} bytes; the limit is {limit} bytes: "
+                "send them in smaller batches"
+            ),
+            size=size,
+            limit=limit,
         )
 
 
@@ -76,9 +80,14 @@ def check_writable(user: User, actor: Actor, mode: Mode | None = None) -> None:
         return
     if user.is_memory_paused:
         raise MemoryPausedError(
-            "this user has paused memory: nothing new is remembered until they resume it"
+            gettext_noop(
+                "this user has paused memory: nothing new is remembered until they resume it"
+            )
         )
     if mode is not None and mode.is_memory_off:
         raise MemoryOffError(
-            f"this user turned memory off in the {mode.slug!r} mode: nothing is saved there"
+            gettext_noop(
+                "this user turned memory off in the {mode!r} mode: nothing is saved there"
+            ),
+            mode=mode.slug,
         )

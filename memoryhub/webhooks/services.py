@@ -82,7 +82,7 @@ def get_endpoint(*, workspace: Workspace, endpoint_id: uuid.UUID | str) -> Webho
     try:
         return WebhookEndpoint.objects.get(workspace=workspace, pk=endpoint_id)
     except (WebhookEndpoint.DoesNotExist, ValueError):
-        raise NotFoundError("webhook endpoint not found") from None
+        raise NotFoundError(gettext_noop("webhook endpoint not found")) from None
 
 
 def rotate_secret(
@@ -143,7 +143,7 @@ def replay_delivery(*, workspace: Workspace, delivery_id: int, actor: Actor) -> 
                 pk=delivery_id, endpoint__workspace=workspace
             )
         except WebhookDelivery.DoesNotExist:
-            raise NotFoundError("webhook delivery not found") from None
+            raise NotFoundError(gettext_noop("webhook delivery not found")) from None
         delivery.status = Status.PENDING
         delivery.attempts = 0
         delivery.next_attempt_at = timezone.now()

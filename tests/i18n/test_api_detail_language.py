@@ -3,6 +3,8 @@ Accept-Language (issue 28)."""
 
 from __future__ import annotations
 
+from uuid import uuid4
+
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memoryhub.models import AgentGrant, AgentPermission
@@ -35,4 +37,21 @@ def test_the_detail_follows_accept_language_and_the_code_stays_english(client, w
     assert english.json() == {
         "detail": "the file is not valid JSON: the error is near line 3",
         "code": "import_malformed",
+    }
+
+
+def test_the_agent_apis_own_messages_follow_accept_language_too(client, workspace, user):
+    _, key = factories.make_agent(workspace, "assistant")
+    missing = f"{API}/memories/{uuid4()}?user={user.external_id}"
+    french = client.get(
+        missing, headers={"Authorization": f"Bearer {key}", "Accept-Language": "fr"}
+    )
+    assert french.status_code == 404
+    assert french.json() == {"detail": "souvenir introuvable", "code": "not_found"}
+    english = client.get(missing, headers={"Authorization": f"Bearer {key}"})
+    assert english.json() == {"detail": "memory not found", "code": "not_found"}
+    keyless = client.get(f"{API}/memories?user=alice", headers={"Accept-Language": "fr"})
+    assert keyless.json() == {
+        "detail": "clé d’API absente : envoyez Authorization: Bearer <key>",
+        "code": "not_authenticated",
     }

@@ -220,7 +220,7 @@ def test_delete_all_is_in_french_and_takes_the_french_phrase(signed_in, user, re
     remember("Allergic to peanuts.")
     page = signed_in.get("/dashboard/modes/personal/delete-all/", **FRENCH).content.decode()
     assert "<h1>Tout supprimer</h1>" in page and "tapez “tout supprimer”" in page
-    assert "tapez “supprimer personal”" in page and "← Retour au mode Personnel" in page
+    assert "tapez “supprimer personnel”" in page and "← Retour au mode Personnel" in page
     wrong = signed_in.post(
         "/dashboard/modes/personal/delete-all/",
         {"scope": "everything", "confirmation": "tout effacer"},
@@ -247,6 +247,46 @@ def test_delete_all_in_french_still_takes_the_english_phrase(signed_in, user, re
         **FRENCH,
     )
     assert Memory.all_owners.filter(user=user).count() == 0
+
+
+def test_delete_all_of_a_mode_takes_its_name_in_french_not_its_slug(
+    signed_in, user, personal, work, remember, embedder
+):
+    remember("Lives in Lyon.")
+    factories.make_memory(user, work, "Works at Hexa.", embedder=embedder)
+    url = "/dashboard/modes/personal/delete-all/"
+    other_mode = signed_in.post(
+        url, {"scope": "personal", "confirmation": "supprimer travail"}, **FRENCH
+    )
+    assert other_mode.status_code == 422  # The phrase names the mode deleted, not another.
+    assert "Tapez exactement “supprimer personnel” pour confirmer." in other_mode.content.decode()
+    signed_in.post(url, {"scope": "personal", "confirmation": "Supprimer  Personnel"}, **FRENCH)
+    assert Memory.all_owners.filter(user=user, mode=personal).count() == 0
+    assert Memory.all_owners.filter(user=user, mode=work).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("language", "shown", "typed"),
+    [
+        ("fr", "tapez “supprimer boulot”", "supprimer boulot"),
+        ("en", "type “delete boulot”", "delete boulot"),
+    ],
+)
+def test_delete_all_of_a_renamed_mode_takes_the_name_its_user_typed(
+    signed_in, user, work, embedder, language, shown, typed
+):
+    work.name = "Boulot"
+    work.save(update_fields=["name"])
+    factories.make_memory(user, work, "Works at Hexa.", embedder=embedder)
+    url = "/dashboard/modes/work/delete-all/"
+    page = signed_in.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    assert shown in page and " work”" not in page  # Not the slug.
+    refused = signed_in.post(
+        url, {"scope": "work", "confirmation": typed.replace("boulot", "travail")}
+    )
+    assert refused.status_code == 422
+    signed_in.post(url, {"scope": "work", "confirmation": typed}, HTTP_ACCEPT_LANGUAGE=language)
+    assert Memory.all_owners.filter(user=user, mode=work).count() == 0
 
 
 def test_account_deletion_page_is_in_french(signed_in):

@@ -157,6 +157,20 @@ def test_an_audit_entry_shows_its_action_in_french_with_its_code(admin_client, u
     assert "Deleted memories" in english.content.decode()
 
 
+def test_the_audit_table_names_a_role_change_of_the_user_not_to_them(admin_client, user):
+    record_access(
+        actor=Actor.for_user(user.pk),
+        subject_user_id=user.pk,
+        action=AuditAction.ROLE_GRANT_REVIEWER,
+    )
+    query = {"action": "role.grant_reviewer"}
+    french = admin_client.get("/admin-tools/audit/", query, **FR).content.decode()
+    english = admin_client.get("/admin-tools/audit/", query, **EN).content.decode()
+    assert "Attribution du rôle de relecteur<br>" in french
+    assert "Granted the reviewer role<br>" in english and "made you" not in english.lower()
+    assert '<code class="audit-code">role.grant_reviewer</code>' in english
+
+
 def test_the_audit_table_writes_its_times_in_the_readers_format(admin_client, user):
     with time_machine.travel(MOMENT, tick=False):
         record_access(

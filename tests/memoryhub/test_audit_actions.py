@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from django.db import transaction
+from django.utils import translation
 
 from memoryhub.actors import Actor
-from memoryhub.audit.actions import AuditAction, Changes, action_words
+from memoryhub.audit.actions import AuditAction, Changes, action_label, action_words
 from memoryhub.audit.changes import Change, subscribe, unsubscribe
 from memoryhub.models import AuditEntry
 from memoryhub.queries.memories import list_memories
@@ -80,6 +81,24 @@ def test_every_action_has_its_own_words_and_fits_its_column():
         assert action.words and action_words(action.value) == action.words
         assert action.words != action.value.replace(".", ": ").replace("_", " ")
         assert len(action.value) <= AuditEntry._meta.get_field("action").max_length
+
+
+def _speaks_to_the_reader(words: str) -> bool:
+    said = f" {words.lower()} ".replace("(", " ").replace(")", " ").replace(",", " ")
+    return any(f" {word} " in said for word in ("you", "your", "yours", "vous", "votre", "vos"))
+
+
+def test_the_admin_table_says_every_action_of_the_user_never_to_them():
+    for language in ("en", "fr"):
+        with translation.override(language):
+            spoken_to = [a for a in AuditAction if _speaks_to_the_reader(action_label(a.value))]
+        assert spoken_to == [], language
+    assert action_label("role.grant_reviewer") == "granted the reviewer role"
+    assert action_words("role.grant_reviewer") == "made you a reviewer"  # The access log's.
+    assert action_label("memory.create") == action_words("memory.create")
+    assert action_label("admin.user.change") == "changed a record (user) in the admin site"
+    with translation.override("fr"):
+        assert action_label("role.revoke_admin") == "retrait du rôle d’administrateur"
 
 
 def test_the_stored_values_are_those_rows_already_hold():

@@ -452,6 +452,22 @@ def test_a_mode_with_memory_off_gets_no_answer_written(reviewer_client, candidat
     assert memories_of(user, personal) == []
 
 
+def test_a_refused_answer_for_the_user_is_said_in_the_reviewers_language(
+    reviewer_client, candidate, user, personal
+):
+    from memoryhub.services.preferences import set_memory_paused, set_mode_memory_off
+
+    set_mode_memory_off(user=user, mode=personal, is_off=True, actor=Actor.for_user(user.pk))
+    data = {"user_answer": "Opens at 9."}
+    page = reviewer_client.post(answer_url(candidate), data, HTTP_ACCEPT_LANGUAGE="fr")
+    said = "cet utilisateur a désactivé la mémoire dans le mode &#x27;personal&#x27; :"
+    assert page.status_code == 422 and said in page.content.decode()
+    set_memory_paused(user=user, is_paused=True, actor=Actor.for_user(user.pk))
+    page = reviewer_client.post(answer_url(candidate), data, HTTP_ACCEPT_LANGUAGE="fr")
+    assert "cet utilisateur a mis la mémoire en pause" in page.content.decode()
+    assert memories_of(user, personal) == []
+
+
 def test_an_already_decided_candidate_gets_no_answer(reviewer_client, candidate, user, personal):
     reviewer_client.post(reverse("review:candidate_reject", args=[candidate.pk]), {"reason": "ok"})
     response = reviewer_client.post(
