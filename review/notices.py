@@ -13,6 +13,7 @@ from datetime import date
 
 from django.conf import settings
 from django.core.mail import send_mail
+from django.db import transaction
 from django.db.models import Count, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -20,6 +21,9 @@ from django.utils import timezone, translation
 from django.utils.translation import ngettext
 
 from accounts.roles import REVIEWERS_GROUP
+from memoryhub.actors import Actor
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import record_access
 from memoryhub.models import LearningCandidate, User, Workspace
 from memoryhub.notices import language_of
 
@@ -121,8 +125,15 @@ def send_review_digests(*, today: date | None = None) -> int:
     return sent
 
 
-def set_review_digest(*, reviewer: User, is_on: bool) -> User:
-    """Turn the reviewer's daily digest on or off."""
-    reviewer.has_review_digest = is_on
-    reviewer.save(update_fields=["has_review_digest"])
+def set_review_digest(*, reviewer: User, is_on: bool, actor: Actor) -> User:
+    """Turn the reviewer's daily digest on or off (audited: what is sent to them changes)."""
+    with transaction.atomic():
+        reviewer.has_review_digest = is_on
+        reviewer.save(update_fields=["has_review_digest"])
+        record_access(
+            actor=actor,
+            subject_user_id=reviewer.pk,
+            action=AuditAction.SETTINGS_REVIEW_DIGEST,
+            object_ids=["on" if is_on else "off"],
+        )
     return reviewer

@@ -395,6 +395,6 @@ def reviewer_digest(request: AuthedRequest) -> HttpResponse:
     """Turn the daily email of what waits for review on (`is_on=1`) or off."""
     form = DigestForm(request.POST)
     is_on = form.is_valid() and form.cleaned_data["is_on"]
-    set_review_digest(reviewer=request.user, is_on=is_on)
+    set_review_digest(reviewer=request.user, is_on=is_on, actor=_reviewer(request))
     messages.success(request, _("Daily digest on.") if is_on else _("Daily digest off."))
     return redirect("review:settings")

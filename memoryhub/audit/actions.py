@@ -90,6 +90,11 @@ class AuditAction(StrEnum):
     MODE_MEMORY_OFF = "mode.memory_off", _("turned memory off in a mode"), Changes.STATE
     MODE_MEMORY_ON = "mode.memory_on", _("turned memory on in a mode"), Changes.STATE
     SETTINGS_RETENTION = "settings.retention", _("changed retention"), Changes.STATE
+    SETTINGS_REVIEW_DIGEST = (
+        "settings.review_digest",
+        _("turned the daily review digest on or off"),
+        Changes.STATE,
+    )
     AGENT_BLOCK = "agent.block", _("blocked an agent"), Changes.STATE
     AGENT_UNBLOCK = "agent.unblock", _("unblocked an agent"), Changes.STATE
     AGENT_ALLOW = "agent.allow", _("let an agent export all your data"), Changes.STATE

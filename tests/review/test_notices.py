@@ -10,7 +10,9 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
 
-from memoryhub.models import User
+from memoryhub.audit.actions import AuditAction
+from memoryhub.audit.log import subject_pseudonym
+from memoryhub.models import AuditEntry, User
 from review.notices import send_review_digests, waiting_counts
 from review.tasks import send_review_digests_task
 from tests import factories
@@ -99,6 +101,14 @@ def test_a_reviewer_turns_the_digest_on_and_off_in_their_settings(reviewer_clien
     assert User.objects.get(pk=reviewer.pk).has_review_digest is True
     assert reviewer_client.post(url, {"is_on": ""}).status_code == 302
     assert User.objects.get(pk=reviewer.pk).has_review_digest is False
+    # Each switch is audited: what is sent to the reviewer changed, and who changed it.
+    rows = AuditEntry.objects.filter(
+        subject=subject_pseudonym(reviewer.pk), action=AuditAction.SETTINGS_REVIEW_DIGEST
+    ).order_by("id")
+    assert [(row.object_ids, row.actor_type) for row in rows] == [
+        (["on"], "reviewer"),
+        (["off"], "reviewer"),
+    ]
 
 
 def test_the_digest_is_scheduled_as_a_registered_task(settings):
