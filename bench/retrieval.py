@@ -212,12 +212,15 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(report: dict[str, Any], directory: Path = RESULTS_DIR) -> Path:
-    """Save the report as JSON: a dated file, and `retrieval-latest.json` beside it."""
+def write_report(
+    report: dict[str, Any], directory: Path = RESULTS_DIR, *, name: str = "retrieval"
+) -> Path:
+    """Save the report as JSON: a dated file `<name>-<UTC time>.json`, and `<name>-latest.json`
+    beside it (a growth-only run is `retrieval-growth`: it leaves the full run's latest alone)."""
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     text = json.dumps(report, indent=2, default=str) + "\n"
-    path = directory / f"retrieval-{stamp}.json"
+    path = directory / f"{name}-{stamp}.json"
     path.write_text(text, encoding="utf-8")
-    (directory / "retrieval-latest.json").write_text(text, encoding="utf-8")
+    (directory / f"{name}-latest.json").write_text(text, encoding="utf-8")
     return path

@@ -97,6 +97,11 @@ def test_scale_pieces_measure_a_real_user_among_synthetic_ones(db, embedder, tmp
     path = write_report(report, tmp_path)
     assert json.loads(path.read_text())["ingestion"]["memories_single"] == 2
     assert (tmp_path / "retrieval-latest.json").exists()
+    # A growth-only run keeps its own latest, and leaves the full run's alone.
+    growth = write_report({"growth": {}}, tmp_path, name="retrieval-growth")
+    assert growth.name.startswith("retrieval-growth-")
+    assert json.loads((tmp_path / "retrieval-latest.json").read_text())["ingestion"]
+    assert (tmp_path / "retrieval-growth-latest.json").exists()
 
 
 def test_percentiles_are_in_milliseconds():

@@ -181,7 +181,11 @@ class Command(BaseCommand):
             report["machine"]["load_average_after"] = machine()["load_average"]
             report["speed_probe"]["end"] = speed_probe()
             self.stdout.write(format_report(report))
-            path = write_report(report, options["out"] or RESULTS_DIR)
+            path = write_report(
+                report,
+                options["out"] or RESULTS_DIR,
+                name="retrieval-growth" if options["growth_only"] else "retrieval",
+            )
             self.stdout.write(f"Results written to {path}")
         finally:
             if not options["keep_db"]:
