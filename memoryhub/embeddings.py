@@ -71,6 +71,11 @@ _USE_ATTRIBUTES = embedding_attributes(USE_MULTILINGUAL, DIMENSIONS)
 # (`manage.py fit_embedding_projection`). Cosines after the projection correlate 0.998 with the
 # model's own (docs/retrieval.md).
 PROJECTION_PATH = Path(__file__).resolve().with_name("use_projection.npz")
+# The Universal Sentence Encoder reads a text's first this many characters. It has no window of
+# its own: its pure-Python tokenizer and its network run over the whole text, so 32 kB of one
+# letter took 1.6 s of the web process's interpreter (2,048 characters: 46 ms). MiniLM reads
+# its first 256 tokens, about 1,100 characters of prose: this keeps at least as much.
+USE_MAX_CHARS = 2048
 
 
 class Embedder(Protocol):
@@ -313,7 +318,7 @@ class UseMultilingualEmbedder:
 
     def embed_native(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """The model's own 512-d unit vectors (the projection is fitted on these)."""
-        vectors = self._load().encode(list(texts))
+        vectors = self._load().encode([text[:USE_MAX_CHARS] for text in texts])
         return np.asarray(vectors, dtype=np.float32).reshape(-1, self.native_dimensions)
 
     @traced("embeddings", span_name=_USE_SPAN, static=_USE_ATTRIBUTES)

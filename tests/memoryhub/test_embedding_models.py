@@ -15,6 +15,7 @@ from memoryhub.embeddings import (
     MODELS,
     MULTILINGUAL_E5,
     PROJECTION_PATH,
+    USE_MAX_CHARS,
     USE_MULTILINGUAL,
     calibrated_cosine,
     embedder_for,
@@ -84,6 +85,17 @@ def test_the_universal_sentence_encoder_puts_french_and_english_in_one_space():
     assert abs(float(np.linalg.norm(memory)) - 1.0) < 1e-5
     assert np.allclose(question, use.embed(["Où habite ma sœur ?"])[0])
     assert use.embed([]) == []
+
+
+def test_the_universal_sentence_encoder_reads_a_long_text_from_its_start():
+    use = embedder_for(USE_MULTILINGUAL)
+    start = "Je suis infirmière à Lyon et je joue du violoncelle le dimanche. " * 40
+    long_text = start + "a" * 32768
+    assert len(start) > USE_MAX_CHARS
+    [whole] = use.embed([long_text])
+    [first] = use.embed([long_text[:USE_MAX_CHARS]])
+    assert np.allclose(whole, first)
+    assert abs(float(np.linalg.norm(use.embed(["é" * 32768])[0])) - 1.0) < 1e-5
 
 
 def test_the_projection_keeps_the_models_own_cosines():
